@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! Command-line grammar.
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Control PartaGPU on this machine: what it lends to the room, pause, status.
+#[derive(Debug, Parser)]
+#[command(name = "partagpuctl", version, propagate_version = true)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show what this machine has, what it lends and whether it lends now.
+    Status {
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show or change what this machine lends.
+    Limits {
+        #[command(subcommand)]
+        command: LimitsCommand,
+    },
+    /// Take the machine back: freeze running work, start nothing new.
+    Pause,
+    /// Lend again after a pause.
+    Resume,
+    /// Turn sharing on or off (off refuses new work).
+    Sharing {
+        /// on or off
+        state: OnOff,
+    },
+    /// Change the name the room sees for this machine.
+    Rename {
+        /// New name, 1 to 64 characters.
+        name: String,
+    },
+    /// Show the security journal (wrong room codes, bans, key changes).
+    SecurityLog {
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Only events after this sequence number.
+        #[arg(long, value_name = "SEQ", default_value_t = 0)]
+        after: u64,
+        /// At most this many events (0 = all).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        limit: u32,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LimitsCommand {
+    /// Show the limits.
+    Show {
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change some limits; those not given keep their value.
+    Set {
+        /// CPU time lent, percent of the whole machine (0-100).
+        #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+        cpu: Option<u32>,
+        /// Memory lent, e.g. 2G, 512M, 1.5GiB (binary units; KB/MB/GB are decimal).
+        #[arg(long, value_name = "SIZE")]
+        ram: Option<String>,
+        /// Share of each GPU lent, percent (0-100).
+        #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+        gpu: Option<u32>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// A whole number with an optional `%`. The range is checked by the service, so the CLI
+/// and every other client give the same message.
+fn parse_percent(text: &str) -> Result<u32, String> {
+    let digits = text.trim().trim_end_matches('%').trim_end();
+    digits
+        .parse()
+        .map_err(|_| format!("'{text}' is not a percentage (a whole number, e.g. 50)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_grammar_is_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn percentages_take_an_optional_percent_sign() {
+        assert_eq!(parse_percent("50"), Ok(50));
+        assert_eq!(parse_percent("50%"), Ok(50));
+        assert_eq!(parse_percent("150"), Ok(150));
+        assert!(parse_percent("-5").is_err());
+        assert!(parse_percent("half").is_err());
+    }
+}

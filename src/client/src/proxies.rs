@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! zbus proxies of `dbus/org.partagpu.PartaGPU.Daemon.xml`, one trait per interface.
+//!
+//! Keep these in the same order and with the same signatures as the XML; the daemon's
+//! contract test compares the served interfaces with that file.
+
+use std::collections::HashMap;
+
+use zbus::proxy;
+use zbus::zvariant::Value;
+
+/// A GPU on the bus: (index, name, uuid, memory total, memory used, utilisation %).
+pub type WireGpu = (u32, String, String, u64, u64, u32);
+
+/// A security event on the bus: (seq, time ms, severity, kind, source, node id, message, count).
+pub type WireEvent = (u64, u64, String, String, String, String, String, u32);
+
+/// `org.partagpu.PartaGPU.Daemon.Machine1`.
+#[proxy(
+    interface = "org.partagpu.PartaGPU.Daemon.Machine1",
+    default_service = "org.partagpu.PartaGPU.Daemon",
+    default_path = "/org/partagpu/PartaGPU/Daemon"
+)]
+pub trait Machine1 {
+    /// Version of the running service.
+    #[zbus(property)]
+    fn version(&self) -> zbus::Result<String>;
+    /// CPU model name.
+    #[zbus(property)]
+    fn cpu_model(&self) -> zbus::Result<String>;
+    /// Logical CPUs.
+    #[zbus(property)]
+    fn cpu_cores(&self) -> zbus::Result<u32>;
+    /// Busy share of the machine, percent.
+    #[zbus(property)]
+    fn cpu_usage(&self) -> zbus::Result<f64>;
+    /// Total memory, bytes.
+    #[zbus(property)]
+    fn memory_total(&self) -> zbus::Result<u64>;
+    /// Available memory, bytes.
+    #[zbus(property)]
+    fn memory_available(&self) -> zbus::Result<u64>;
+    /// 1, 5 and 15 minute load averages.
+    #[zbus(property)]
+    fn load_average(&self) -> zbus::Result<(f64, f64, f64)>;
+    /// GPUs.
+    #[zbus(property)]
+    fn gpus(&self) -> zbus::Result<Vec<WireGpu>>;
+    /// "available" or "unavailable: <reason>".
+    #[zbus(property)]
+    fn gpu_status(&self) -> zbus::Result<String>;
+    /// TCP port of PGR/1.
+    #[zbus(property)]
+    fn peer_port(&self) -> zbus::Result<u16>;
+}
+
+/// `org.partagpu.PartaGPU.Daemon.Sharing1`.
+#[proxy(
+    interface = "org.partagpu.PartaGPU.Daemon.Sharing1",
+    default_service = "org.partagpu.PartaGPU.Daemon",
+    default_path = "/org/partagpu/PartaGPU/Daemon"
+)]
+pub trait Sharing1 {
+    /// Sharing on or off.
+    #[zbus(property)]
+    fn enabled(&self) -> zbus::Result<bool>;
+    /// Paused by the owner.
+    #[zbus(property)]
+    fn paused(&self) -> zbus::Result<bool>;
+    /// "sharing", "paused" or "off".
+    #[zbus(property)]
+    fn state(&self) -> zbus::Result<String>;
+    /// CPU share, percent.
+    #[zbus(property)]
+    fn cpu_limit(&self) -> zbus::Result<u32>;
+    /// RAM lent, bytes.
+    #[zbus(property)]
+    fn ram_limit(&self) -> zbus::Result<u64>;
+    /// GPU share, percent.
+    #[zbus(property)]
+    fn gpu_limit(&self) -> zbus::Result<u32>;
+    /// Name in the room.
+    #[zbus(property)]
+    fn display_name(&self) -> zbus::Result<String>;
+
+    /// Turns sharing on or off.
+    fn set_enabled(&self, enabled: bool) -> zbus::Result<()>;
+    /// Pauses lending.
+    fn pause(&self) -> zbus::Result<()>;
+    /// Resumes lending.
+    fn resume(&self) -> zbus::Result<()>;
+    /// Changes some limits ("cpu-percent" u, "ram-bytes" t, "gpu-percent" u).
+    fn set_limits(&self, limits: HashMap<&str, Value<'_>>) -> zbus::Result<()>;
+    /// Renames the machine.
+    fn set_display_name(&self, name: &str) -> zbus::Result<()>;
+}
+
+/// `org.partagpu.PartaGPU.Daemon.Security1`.
+#[proxy(
+    interface = "org.partagpu.PartaGPU.Daemon.Security1",
+    default_service = "org.partagpu.PartaGPU.Daemon",
+    default_path = "/org/partagpu/PartaGPU/Daemon"
+)]
+pub trait Security1 {
+    /// Sequence number of the newest event.
+    #[zbus(property)]
+    fn last_event(&self) -> zbus::Result<u64>;
+    /// Events after `after`, at most `max` (0 = all).
+    fn list_events(&self, after: u64, max: u32) -> zbus::Result<Vec<WireEvent>>;
+    /// A new event was recorded.
+    #[zbus(signal)]
+    fn event_recorded(&self, seq: u64, severity: &str, kind: &str) -> zbus::Result<()>;
+}

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! Names that form the public contract of the service: bus name, object path, interface
+//! names, error names and polkit action ids. `dbus/*.xml` and `polkit/*.policy` use the same
+//! strings; tests check that they agree.
+
+/// Application id, the prefix of every other name.
+pub const APP_ID: &str = "org.partagpu.PartaGPU";
+
+/// Well-known name of `partagpud` on the system bus.
+pub const BUS_NAME: &str = "org.partagpu.PartaGPU.Daemon";
+
+/// The one object that carries every interface of the service.
+pub const OBJECT_PATH: &str = "/org/partagpu/PartaGPU/Daemon";
+
+/// Read-only view of this machine: hardware, live load, version.
+pub const MACHINE_INTERFACE: &str = "org.partagpu.PartaGPU.Daemon.Machine1";
+
+/// What this machine lends and whether it lends it now.
+pub const SHARING_INTERFACE: &str = "org.partagpu.PartaGPU.Daemon.Sharing1";
+
+/// The security journal.
+pub const SECURITY_INTERFACE: &str = "org.partagpu.PartaGPU.Daemon.Security1";
+
+/// Prefix of the stable D-Bus error names (`<prefix>.NotAuthorized`, …).
+pub const ERROR_PREFIX: &str = "org.partagpu.PartaGPU.Daemon.Error";
+
+/// Default TCP port of the encrypted peer protocol (PGR/1).
+pub const DEFAULT_PEER_PORT: u16 = 7655;
+
+/// Polkit action ids, one per privileged verb.
+pub mod actions {
+    /// Pause or resume lending (the owner takes the machine back).
+    pub const PAUSE: &str = "org.partagpu.PartaGPU.Daemon.pause";
+    /// Turn sharing on or off.
+    pub const SET_SHARING: &str = "org.partagpu.PartaGPU.Daemon.set-sharing";
+    /// Change the CPU, RAM and GPU limits.
+    pub const SET_LIMITS: &str = "org.partagpu.PartaGPU.Daemon.set-limits";
+    /// Rename the machine as the room sees it.
+    pub const SET_NAME: &str = "org.partagpu.PartaGPU.Daemon.set-name";
+
+    /// Every action, for the consistency test with `polkit/*.policy`.
+    pub const ALL: &[&str] = &[PAUSE, SET_SHARING, SET_LIMITS, SET_NAME];
+}

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! The admin's configuration file (`/etc/partagpu/partagpu.toml`).
+//!
+//! It sets first-start defaults; once the owner changes something, the state directory wins.
+//! A missing file means "all defaults"; a malformed one stops the service with a clear message,
+//! because silently ignoring an admin's file would image 20 machines wrongly.
+
+use std::path::{Path, PathBuf};
+
+use partagpu_core::policy::validate_display_name;
+use partagpu_core::size::parse_size;
+use partagpu_core::{Limits, PolicyError, SharingPolicy};
+use serde::Deserialize;
+
+/// Where the config file lives when `--config` is not given.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/partagpu/partagpu.toml";
+
+/// Default bound of the security journal.
+pub const DEFAULT_MAX_JOURNAL_EVENTS: usize = 10_000;
+
+/// The config file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Unreadable.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// Which file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not valid TOML, or unknown keys, or wrong types.
+    #[error("{}: {message}", path.display())]
+    Syntax {
+        /// Which file.
+        path: PathBuf,
+        /// The parser's explanation (with line and column).
+        message: String,
+    },
+    /// Parsed but out of range.
+    #[error("{}: {source}", path.display())]
+    Invalid {
+        /// Which file.
+        path: PathBuf,
+        /// What is wrong.
+        source: PolicyError,
+    },
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// How the room sees this machine; default: the host name.
+    pub display_name: Option<String>,
+    /// First-start sharing defaults.
+    #[serde(default)]
+    pub sharing: SharingDefaults,
+    /// Security journal settings.
+    #[serde(default)]
+    pub journal: JournalConfig,
+}
+
+/// `[sharing]`: the policy a fresh machine starts with.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SharingDefaults {
+    /// Sharing on at first start (default true).
+    pub enabled: Option<bool>,
+    /// CPU share, percent (default 50).
+    pub cpu_percent: Option<u32>,
+    /// RAM lent, a size like "8G" (default half of the machine).
+    pub ram: Option<String>,
+    /// GPU share, percent (default 50).
+    pub gpu_percent: Option<u32>,
+}
+
+/// `[journal]`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JournalConfig {
+    /// Events kept; older ones are dropped.
+    #[serde(default = "default_max_events")]
+    pub max_events: usize,
+}
+
+impl Default for JournalConfig {
+    fn default() -> Self {
+        Self {
+            max_events: DEFAULT_MAX_JOURNAL_EVENTS,
+        }
+    }
+}
+
+fn default_max_events() -> usize {
+    DEFAULT_MAX_JOURNAL_EVENTS
+}
+
+impl Config {
+    /// Reads and parses `path`; a missing file gives the defaults.
+    ///
+    /// # Errors
+    /// [`ConfigError`] for an unreadable or malformed file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                tracing::info!(path = %path.display(), "no config file; using defaults");
+                return Ok(Self::default());
+            }
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_owned(),
+                    source,
+                })
+            }
+        };
+        Self::parse(&text).map_err(|error| match error {
+            ParseError::Syntax(message) => ConfigError::Syntax {
+                path: path.to_owned(),
+                message,
+            },
+            ParseError::Invalid(source) => ConfigError::Invalid {
+                path: path.to_owned(),
+                source,
+            },
+        })
+    }
+
+    fn parse(text: &str) -> Result<Self, ParseError> {
+        let config: Self = toml::from_str(text).map_err(|e| ParseError::Syntax(e.to_string()))?;
+        if let Some(name) = &config.display_name {
+            validate_display_name(name).map_err(ParseError::Invalid)?;
+        }
+        if let Some(ram) = &config.sharing.ram {
+            parse_size(ram).map_err(|e| ParseError::Syntax(format!("[sharing] ram: {e}")))?;
+        }
+        Ok(config)
+    }
+
+    /// The policy of a machine that has never been configured by its owner.
+    ///
+    /// # Errors
+    /// When the configured defaults do not fit this machine (e.g. more RAM than it has).
+    pub fn initial_policy(
+        &self,
+        ram_total_bytes: u64,
+        host_name: &str,
+    ) -> Result<SharingPolicy, PolicyError> {
+        let defaults = Limits::default_for(ram_total_bytes);
+        let ram_bytes = match &self.sharing.ram {
+            // Already checked by `parse`.
+            Some(ram) => parse_size(ram).unwrap_or(defaults.ram_bytes),
+            None => defaults.ram_bytes,
+        };
+        let name = self.display_name.as_deref().unwrap_or(host_name);
+        let policy = SharingPolicy {
+            enabled: self.sharing.enabled.unwrap_or(true),
+            paused: false,
+            limits: Limits {
+                cpu_percent: self.sharing.cpu_percent.unwrap_or(defaults.cpu_percent),
+                ram_bytes,
+                gpu_percent: self.sharing.gpu_percent.unwrap_or(defaults.gpu_percent),
+            },
+            display_name: validate_display_name(name).unwrap_or("partagpu").to_owned(),
+        };
+        policy.validate(ram_total_bytes)?;
+        Ok(policy)
+    }
+}
+
+enum ParseError {
+    Syntax(String),
+    Invalid(PolicyError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn an_empty_file_gives_half_of_everything_under_the_host_name() {
+        let config = Config::parse("").ok().unwrap();
+        let policy = config.initial_policy(16 * GIB, "pc-07").unwrap();
+        assert_eq!(policy, SharingPolicy::default_for(16 * GIB, "pc-07".into()));
+    }
+
+    #[test]
+    fn configured_defaults_are_used() {
+        let text = "display_name = \"B12-03\"\n[sharing]\nenabled = false\ncpu_percent = 80\nram = \"4G\"\ngpu_percent = 100\n[journal]\nmax_events = 50\n";
+        let config = Config::parse(text).ok().unwrap();
+        assert_eq!(config.journal.max_events, 50);
+        let policy = config.initial_policy(16 * GIB, "ignored").unwrap();
+        assert_eq!(policy.display_name, "B12-03");
+        assert!(!policy.enabled);
+        assert_eq!(
+            policy.limits,
+            Limits {
+                cpu_percent: 80,
+                ram_bytes: 4 * GIB,
+                gpu_percent: 100
+            }
+        );
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_their_reason() {
+        let cases = [
+            ("colour = \"red\"", "unknown field"),
+            ("[sharing]\ncpu_percent = \"lots\"", "invalid type"),
+            ("[sharing]\nram = \"2 elephants\"", "not a size"),
+            ("display_name = \"\"", "must not be empty"),
+        ];
+        for (text, expected) in cases {
+            let message = match Config::parse(text) {
+                Err(ParseError::Syntax(message)) => message,
+                Err(ParseError::Invalid(error)) => error.to_string(),
+                Ok(_) => panic!("{text:?} was accepted"),
+            };
+            assert!(message.contains(expected), "{text:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn defaults_that_do_not_fit_the_machine_are_refused() {
+        let config = Config::parse("[sharing]\ncpu_percent = 120").ok().unwrap();
+        assert_eq!(
+            config.initial_policy(GIB, "pc"),
+            Err(PolicyError::CpuOutOfRange(120))
+        );
+        let config = Config::parse("[sharing]\nram = \"64G\"").ok().unwrap();
+        assert!(matches!(
+            config.initial_policy(GIB, "pc"),
+            Err(PolicyError::RamAboveTotal { .. })
+        ));
+    }
+}

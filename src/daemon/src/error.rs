@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! Errors at the bus edge, with the stable names of `dbus/org.partagpu.PartaGPU.Daemon.xml`.
+
+use crate::sharing::ChangeError;
+
+/// What a method call can fail with. The `String` is one sentence for humans.
+#[derive(Debug, zbus::DBusError)]
+#[zbus(prefix = "org.partagpu.PartaGPU.Daemon.Error")]
+pub enum BusError {
+    /// A bus failure while serving the call.
+    #[zbus(error)]
+    ZBus(zbus::Error),
+    /// Polkit said no for this caller, or polkit could not be asked.
+    NotAuthorized(String),
+    /// Validation refused the request; nothing changed.
+    InvalidArgument(String),
+    /// The change could not be saved; nothing changed.
+    StorageFailed(String),
+}
+
+impl From<ChangeError> for BusError {
+    fn from(error: ChangeError) -> Self {
+        match error {
+            ChangeError::Invalid(error) => Self::InvalidArgument(error.to_string()),
+            ChangeError::Storage(error) => {
+                tracing::error!(%error, "could not save the sharing policy");
+                Self::StorageFailed(format!("the change could not be saved: {error}"))
+            }
+        }
+    }
+}

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! `partagpud`, the PartaGPU system service.
+//!
+//! It probes this machine ([`probe`]), keeps the owner's sharing policy ([`sharing`]) and the
+//! security journal ([`journal`]) in its state directory, and serves them on the system bus
+//! ([`service`]), authorising every change against the caller with polkit ([`auth`]).
+//!
+//! One current-thread tokio runtime runs everything: the bus, and a refresh loop that
+//! re-probes every [`PROBE_INTERVAL`] and signals what changed.
+
+pub mod args;
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod journal;
+pub mod probe;
+pub mod service;
+pub mod sharing;
+pub mod store;
+
+use std::fs;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clap::Parser;
+use partagpu_core::ids::{BUS_NAME, OBJECT_PATH};
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::args::Args;
+use crate::config::{Config, ConfigError};
+use crate::journal::SecurityJournal;
+use crate::probe::{FakeGpus, GpuBackend, NvmlGpus, Prober, ProcError, ProcFs};
+use crate::service::{MachineIface, MachineState, SecurityIface, SharingIface};
+use crate::sharing::{ChangeError, SharingStore};
+use crate::store::StoreError;
+
+/// How often live load is re-probed (the room sees changes within this).
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Why the service could not start. Each message tells the admin what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The config file is unusable.
+    #[error("configuration: {0}")]
+    Config(#[from] ConfigError),
+    /// A directory could not be created or used.
+    #[error("cannot use directory {}: {source}", path.display())]
+    Directory {
+        /// Which one.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Another instance uses the same state directory.
+    #[error("another partagpud already uses the state directory {}", .0.display())]
+    StateDirInUse(PathBuf),
+    /// `/proc` unreadable.
+    #[error("cannot probe this machine: {0}")]
+    Probe(#[from] ProcError),
+    /// The policy could not be loaded or saved.
+    #[error("sharing policy: {0}")]
+    Policy(#[from] ChangeError),
+    /// The journal could not be opened.
+    #[error("security journal: {0}")]
+    Journal(#[from] StoreError),
+    /// The bus name is taken by another process.
+    #[error("another process already owns {BUS_NAME} on this system bus")]
+    NameTaken,
+    /// No system bus.
+    #[error("cannot connect to the system bus (DBUS_SYSTEM_BUS_ADDRESS={}): {error}", address.as_deref().unwrap_or("unset"))]
+    Bus {
+        /// The address asked for, if any.
+        address: Option<String>,
+        /// What went wrong (boxed: zbus errors are large and start errors are rare).
+        error: Box<zbus::Error>,
+    },
+}
+
+/// Entry point of the `partagpud` binary.
+#[must_use]
+pub fn main() -> ExitCode {
+    let args = Args::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    // journald adds its own timestamps.
+    if std::env::var_os("JOURNAL_STREAM").is_some() {
+        builder.without_time().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn make_dir(path: &Path, mode: u32) -> Result<(), StartError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(mode)
+        .create(path)
+        .map_err(|source| StartError::Directory {
+            path: path.to_owned(),
+            source,
+        })
+}
+
+/// Holds the state directory for this process; released when dropped (or at exit).
+fn lock_state_dir(state_dir: &Path) -> Result<fs::File, StartError> {
+    let path = state_dir.join("lock");
+    let directory_error = |source| StartError::Directory {
+        path: state_dir.to_owned(),
+        source,
+    };
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(directory_error)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => Err(StartError::StateDirInUse(state_dir.to_owned())),
+        Err(fs::TryLockError::Error(source)) => Err(directory_error(source)),
+    }
+}
+
+fn host_name(proc_fs: &ProcFs) -> String {
+    fs::read_to_string(proc_fs.root().join("proc/sys/kernel/hostname"))
+        .map(|name| name.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Runs the service until SIGTERM or SIGINT.
+///
+/// # Errors
+/// [`StartError`] when a part the service cannot do without fails at start.
+pub async fn run(args: Args) -> Result<(), StartError> {
+    let config = Config::load(&args.config)?;
+    make_dir(&args.state_dir, 0o700)?;
+    make_dir(&args.runtime_dir, 0o755)?;
+    let _lock = lock_state_dir(&args.state_dir)?;
+
+    let proc_fs = ProcFs::new("/");
+    let gpus: Box<dyn GpuBackend> = match &args.fake_gpus {
+        Some(path) => {
+            tracing::warn!(path = %path.display(), "reporting fake GPUs from a file (testing only)");
+            Box::new(FakeGpus::new(path))
+        }
+        None => Box::new(NvmlGpus::load()),
+    };
+    let mut prober = Prober::new(proc_fs.clone(), gpus);
+    let resources = prober.probe()?;
+    let store = Arc::new(SharingStore::open(
+        &args.state_dir,
+        &config,
+        resources.memory.total_bytes,
+        &host_name(&proc_fs),
+    )?);
+    let journal = Arc::new(Mutex::new(SecurityJournal::open(
+        &args.state_dir,
+        config.journal.max_events,
+    )?));
+    let machine = Arc::new(MachineState::new(
+        env!("CARGO_PKG_VERSION").to_owned(),
+        args.peer_port,
+        resources,
+    ));
+
+    let connection = connect(&machine, &store, &journal).await?;
+    let pid_file = args.runtime_dir.join("partagpud.pid");
+    if let Err(error) = fs::write(&pid_file, format!("{}\n", std::process::id())) {
+        tracing::warn!(%error, path = %pid_file.display(), "cannot write the pid file");
+    }
+    let policy = store.policy();
+    tracing::info!(
+        bus_name = BUS_NAME,
+        state_dir = %args.state_dir.display(),
+        name = %policy.display_name,
+        state = policy.state().as_str(),
+        gpus = %machine.resources().gpu_probe.to_wire(),
+        "partagpud ready"
+    );
+
+    serve_until_signal(&connection, &machine, &mut prober).await;
+    let _ = fs::remove_file(&pid_file);
+    tracing::info!("partagpud stopped");
+    Ok(())
+}
+
+async fn connect(
+    machine: &Arc<MachineState>,
+    store: &Arc<SharingStore>,
+    journal: &Arc<Mutex<SecurityJournal>>,
+) -> Result<zbus::Connection, StartError> {
+    let bus_error = |error: zbus::Error| StartError::Bus {
+        address: std::env::var("DBUS_SYSTEM_BUS_ADDRESS").ok(),
+        error: Box::new(error),
+    };
+    // Objects are served before the name is requested, so a client woken by the name
+    // appearing always finds them.
+    let connection = zbus::connection::Builder::system()
+        .map_err(bus_error)?
+        .serve_at(OBJECT_PATH, MachineIface::new(Arc::clone(machine)))
+        .map_err(bus_error)?
+        .serve_at(OBJECT_PATH, SharingIface::new(Arc::clone(store)))
+        .map_err(bus_error)?
+        .serve_at(OBJECT_PATH, SecurityIface::new(Arc::clone(journal)))
+        .map_err(bus_error)?
+        .name(BUS_NAME)
+        .map_err(bus_error)?
+        .build()
+        .await;
+    match connection {
+        Ok(connection) => Ok(connection),
+        Err(zbus::Error::NameTaken) => Err(StartError::NameTaken),
+        Err(error) => Err(bus_error(error)),
+    }
+}
+
+async fn serve_until_signal(connection: &zbus::Connection, machine: &MachineState, prober: &mut Prober) {
+    let (Ok(mut terminate), Ok(mut interrupt)) =
+        (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
+        tracing::error!("cannot listen for SIGTERM/SIGINT");
+        return;
+    };
+    // The first probe was taken at start; CPU usage needs a full interval between two.
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + PROBE_INTERVAL, PROBE_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => break,
+            _ = interrupt.recv() => break,
+            _ = ticker.tick() => refresh(connection, machine, prober).await,
+        }
+    }
+}
+
+async fn refresh(connection: &zbus::Connection, machine: &MachineState, prober: &mut Prober) {
+    let resources = match prober.probe() {
+        Ok(resources) => resources,
+        Err(error) => {
+            tracing::warn!(%error, "probe failed; keeping the previous values");
+            return;
+        }
+    };
+    let changed = machine.update(resources);
+    let object = connection
+        .object_server()
+        .interface::<_, MachineIface>(OBJECT_PATH)
+        .await;
+    if let Ok(object) = object {
+        if let Err(error) = object.get().await.emit(changed, object.signal_emitter()).await {
+            tracing::debug!(%error, "cannot signal load changes");
+        }
+    }
+}

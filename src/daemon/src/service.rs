@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! The bus objects. Everything is served at [`partagpu_core::ids::OBJECT_PATH`]:
+//!
+//! ```text
+//! /org/partagpu/PartaGPU/Daemon
+//! ├── org.partagpu.PartaGPU.Daemon.Machine1   (machine.rs: hardware, live load)
+//! ├── org.partagpu.PartaGPU.Daemon.Sharing1   (sharing.rs: policy, pause, limits)
+//! └── org.partagpu.PartaGPU.Daemon.Security1  (security.rs: the journal)
+//! ```
+//!
+//! Handlers validate, authorise the caller, hand the work to the owning store, and emit
+//! property changes; they never hold a lock across an `.await`.
+
+pub mod machine;
+pub mod security;
+pub mod sharing;
+
+pub use machine::{MachineIface, MachineState};
+pub use security::SecurityIface;
+pub use sharing::SharingIface;

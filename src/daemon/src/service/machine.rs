@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! `Machine1`: what this machine has and how busy it is.
+
+use std::sync::{Arc, RwLock};
+
+use partagpu_core::Resources;
+use zbus::object_server::SignalEmitter;
+
+/// The probed machine, shared between the refresh loop and the bus object.
+pub struct MachineState {
+    version: String,
+    peer_port: u16,
+    resources: RwLock<Resources>,
+}
+
+/// Which live properties differ between two probes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Changed {
+    cpu_usage: bool,
+    memory_available: bool,
+    load: bool,
+    gpus: bool,
+    gpu_status: bool,
+}
+
+impl MachineState {
+    /// The state after the first probe.
+    #[must_use]
+    pub fn new(version: String, peer_port: u16, resources: Resources) -> Self {
+        Self {
+            version,
+            peer_port,
+            resources: RwLock::new(resources),
+        }
+    }
+
+    /// The latest probe.
+    #[must_use]
+    pub fn resources(&self) -> Resources {
+        self.resources
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the probe and says what changed.
+    pub fn update(&self, next: Resources) -> Changed {
+        let mut current = self
+            .resources
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let changed = Changed {
+            cpu_usage: current.cpu.usage_percent != next.cpu.usage_percent,
+            memory_available: current.memory.available_bytes != next.memory.available_bytes,
+            load: current.load != next.load,
+            gpus: current.gpus != next.gpus,
+            gpu_status: current.gpu_probe != next.gpu_probe,
+        };
+        *current = next;
+        changed
+    }
+}
+
+/// A GPU as it travels on the bus: (index, name, uuid, memory total, memory used, utilisation).
+pub type WireGpu = (u32, String, String, u64, u64, u32);
+
+/// The `Machine1` object.
+pub struct MachineIface {
+    state: Arc<MachineState>,
+}
+
+impl MachineIface {
+    /// An object over `state`.
+    #[must_use]
+    pub fn new(state: Arc<MachineState>) -> Self {
+        Self { state }
+    }
+
+    /// Emits `PropertiesChanged` for what `changed` names.
+    ///
+    /// # Errors
+    /// When the signal cannot be sent.
+    pub async fn emit(&self, changed: Changed, emitter: &SignalEmitter<'_>) -> zbus::Result<()> {
+        if changed.cpu_usage {
+            self.cpu_usage_changed(emitter).await?;
+        }
+        if changed.memory_available {
+            self.memory_available_changed(emitter).await?;
+        }
+        if changed.load {
+            self.load_average_changed(emitter).await?;
+        }
+        if changed.gpus {
+            self.gpus_changed(emitter).await?;
+        }
+        if changed.gpu_status {
+            self.gpu_status_changed(emitter).await?;
+        }
+        Ok(())
+    }
+}
+
+#[zbus::interface(name = "org.partagpu.PartaGPU.Daemon.Machine1")]
+impl MachineIface {
+    #[zbus(property(emits_changed_signal = "const"))]
+    fn version(&self) -> String {
+        self.state.version.clone()
+    }
+
+    #[zbus(property(emits_changed_signal = "const"))]
+    fn cpu_model(&self) -> String {
+        self.state.resources().cpu.model
+    }
+
+    #[zbus(property(emits_changed_signal = "const"))]
+    fn cpu_cores(&self) -> u32 {
+        self.state.resources().cpu.cores
+    }
+
+    #[zbus(property)]
+    fn cpu_usage(&self) -> f64 {
+        self.state.resources().cpu.usage_percent
+    }
+
+    #[zbus(property(emits_changed_signal = "const"))]
+    fn memory_total(&self) -> u64 {
+        self.state.resources().memory.total_bytes
+    }
+
+    #[zbus(property)]
+    fn memory_available(&self) -> u64 {
+        self.state.resources().memory.available_bytes
+    }
+
+    #[zbus(property)]
+    fn load_average(&self) -> (f64, f64, f64) {
+        let load = self.state.resources().load;
+        (load.one, load.five, load.fifteen)
+    }
+
+    #[zbus(property)]
+    fn gpus(&self) -> Vec<WireGpu> {
+        self.state
+            .resources()
+            .gpus
+            .into_iter()
+            .map(|g| {
+                (
+                    g.index,
+                    g.name,
+                    g.uuid,
+                    g.memory_total_bytes,
+                    g.memory_used_bytes,
+                    g.utilization_percent,
+                )
+            })
+            .collect()
+    }
+
+    #[zbus(property)]
+    fn gpu_status(&self) -> String {
+        self.state.resources().gpu_probe.to_wire()
+    }
+
+    #[zbus(property(emits_changed_signal = "const"))]
+    fn peer_port(&self) -> u16 {
+        self.state.peer_port
+    }
+}
