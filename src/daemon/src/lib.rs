@@ -28,6 +28,7 @@ use std::time::Duration;
 use clap::Parser;
 use partagpu_core::ids::{BUS_NAME, OBJECT_PATH};
 use tokio::signal::unix::{signal, SignalKind};
+use zbus::fdo::{RequestNameFlags, RequestNameReply};
 
 use crate::args::Args;
 use crate::config::{Config, ConfigError};
@@ -228,13 +229,19 @@ async fn connect(
         .map_err(bus_error)?
         .serve_at(OBJECT_PATH, SecurityIface::new(Arc::clone(journal)))
         .map_err(bus_error)?
-        .name(BUS_NAME)
-        .map_err(bus_error)?
         .build()
-        .await;
-    match connection {
-        Ok(connection) => Ok(connection),
-        Err(zbus::Error::NameTaken) => Err(StartError::NameTaken),
+        .await
+        .map_err(bus_error)?;
+    // Without DoNotQueue a second instance would wait in the queue forever instead of saying
+    // that the name is taken.
+    match connection
+        .request_name_with_flags(BUS_NAME, RequestNameFlags::DoNotQueue.into())
+        .await
+    {
+        Ok(RequestNameReply::PrimaryOwner | RequestNameReply::AlreadyOwner) => Ok(connection),
+        Ok(RequestNameReply::Exists | RequestNameReply::InQueue) | Err(zbus::Error::NameTaken) => {
+            Err(StartError::NameTaken)
+        }
         Err(error) => Err(bus_error(error)),
     }
 }
