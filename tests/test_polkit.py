@@ -44,7 +44,7 @@ def test_polkit_is_asked_about_the_calling_connection_not_the_service(bus, polki
                          check=True).stdout.split()
     caller, outcome = out
     assert outcome == "org.partagpu.PartaGPU.Daemon.Error.NotAuthorized"
-    daemon_name = bus.call_bus("GetNameOwner", "s", BUS_NAME).strip('"')
+    daemon_name = bus.name_owner(BUS_NAME)
     [(kind, details, action)] = polkit.checks()
     assert (kind, details, action) == ("system-bus-name", {"name": caller}, PAUSE)
     assert caller != daemon_name

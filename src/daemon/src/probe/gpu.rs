@@ -24,7 +24,13 @@ impl NvmlGpus {
     /// Loads NVML once; a machine without it gets a backend that always says why.
     #[must_use]
     pub fn load() -> Self {
-        let nvml = Nvml::init().map_err(|error| format!("NVML is not available ({error})"));
+        let nvml = Nvml::init().map_err(|error| match error {
+            // The usual case on a machine without an NVIDIA GPU: say it plainly.
+            nvml_wrapper::error::NvmlError::LibloadingError(_) => {
+                "no NVIDIA driver found (libnvidia-ml.so.1 cannot be loaded)".to_owned()
+            }
+            error => format!("NVML is not available ({error})"),
+        });
         Self { nvml }
     }
 }
