@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
+# shellcheck shell=bash
 # Sourced by scripts/test and scripts/demo: installs what a fresh Debian 12 machine lacks.
 # Idempotent and quiet when everything is there; `apt-get update` runs only when needed.
 
@@ -8,6 +9,7 @@ PARTAGPU_APT_PACKAGES=(
     python3-dbusmock    # polkitd mock template (brings python3-dbus)
     python3-gi          # GLib main loop for signal tests
     python3-pytest
+    python3-venv        # the cached venv of the Python-side vector check
     iproute2            # ip netns, veth, bridge, tc (virtual lab)
     util-linux          # setpriv, nsenter, unshare
     procps              # ps, pgrep
@@ -51,4 +53,22 @@ ensure_cargo() {
         exit 1
     fi
     export PATH
+}
+
+# A virtual environment kept between runs (PyPI packages are installed once, then reused).
+PARTAGPU_CACHE=${PARTAGPU_CACHE:-/var/cache/partagpu-dev}
+
+# ensure_venv NAME REQUIREMENTS_FILE: prints the venv's python; reinstalls when the file changes.
+ensure_venv() {
+    local venv="$PARTAGPU_CACHE/$1" requirements=$2 stamp
+    stamp=$(sha256sum "$requirements" | cut -d' ' -f1)
+    if [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$stamp" ]; then
+        log "preparing the Python environment $venv"
+        rm -rf "$venv"
+        mkdir -p "$PARTAGPU_CACHE"
+        /usr/bin/python3 -m venv "$venv" >&2
+        "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" >&2
+        echo "$stamp" >"$venv/.requirements"
+    fi
+    echo "$venv/bin/python"
 }
