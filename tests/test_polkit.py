@@ -12,6 +12,13 @@ SET_SHARING = "org.partagpu.PartaGPU.Daemon.set-sharing"
 SET_NAME = "org.partagpu.PartaGPU.Daemon.set-name"
 
 
+def run_as_nobody(bus, script):
+    """Runs a dbus-python `script` as uid 65534 on `bus`; returns its stdout words."""
+    return subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                           SYSTEM_PYTHON, "-c", textwrap.dedent(script)], env=bus.env(),
+                          capture_output=True, text=True, check=True).stdout.split()
+
+
 def test_an_unauthorised_caller_is_refused_and_nothing_changes(bus, polkit, daemon):
     before = status(bus)
     for args, what in [(["pause"], "pause or resume sharing"),
@@ -27,7 +34,7 @@ def test_an_unauthorised_caller_is_refused_and_nothing_changes(bus, polkit, daem
 
 def test_polkit_is_asked_about_the_calling_connection_not_the_service(bus, polkit, daemon):
     # A client that prints its own unique bus name, then calls Pause as uid 65534.
-    script = textwrap.dedent(f"""
+    script = f"""
         import dbus
         bus = dbus.SystemBus()
         print(bus.get_unique_name(), flush=True)
@@ -38,11 +45,8 @@ def test_polkit_is_asked_about_the_calling_connection_not_the_service(bus, polki
             print("allowed")
         except dbus.DBusException as error:
             print(error.get_dbus_name())
-    """)
-    out = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                          SYSTEM_PYTHON, "-c", script], env=bus.env(), capture_output=True, text=True,
-                         check=True).stdout.split()
-    caller, outcome = out
+    """
+    caller, outcome = run_as_nobody(bus, script)
     assert outcome == "org.partagpu.PartaGPU.Daemon.Error.NotAuthorized"
     daemon_name = bus.name_owner(BUS_NAME)
     [(kind, details, action)] = polkit.checks()
@@ -82,15 +86,12 @@ def test_reading_needs_no_authorisation(bus, polkit, daemon):
 
 
 def test_the_bus_policy_lets_only_root_own_the_service_name(bus):
-    script = textwrap.dedent(f"""
+    script = f"""
         import dbus
         try:
             dbus.SystemBus().request_name("{BUS_NAME}")
             print("owned")
         except dbus.DBusException as error:
             print(error.get_dbus_name())
-    """)
-    out = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                          SYSTEM_PYTHON, "-c", script], env=bus.env(), capture_output=True, text=True,
-                         check=True).stdout.strip()
-    assert out == "org.freedesktop.DBus.Error.AccessDenied"
+    """
+    assert run_as_nobody(bus, script) == ["org.freedesktop.DBus.Error.AccessDenied"]
