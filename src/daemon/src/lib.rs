@@ -247,6 +247,18 @@ async fn connect(
 }
 
 async fn serve_until_signal(connection: &zbus::Connection, machine: &MachineState, prober: &mut Prober) {
+    // Looked up once: the object lives as long as the connection.
+    let object = match connection
+        .object_server()
+        .interface::<_, MachineIface>(OBJECT_PATH)
+        .await
+    {
+        Ok(object) => object,
+        Err(error) => {
+            tracing::error!(%error, "the Machine1 object is not served");
+            return;
+        }
+    };
     let (Ok(mut terminate), Ok(mut interrupt)) =
         (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
     else {
@@ -260,12 +272,16 @@ async fn serve_until_signal(connection: &zbus::Connection, machine: &MachineStat
         tokio::select! {
             _ = terminate.recv() => break,
             _ = interrupt.recv() => break,
-            _ = ticker.tick() => refresh(connection, machine, prober).await,
+            _ = ticker.tick() => refresh(&object, machine, prober).await,
         }
     }
 }
 
-async fn refresh(connection: &zbus::Connection, machine: &MachineState, prober: &mut Prober) {
+async fn refresh(
+    object: &zbus::object_server::InterfaceRef<MachineIface>,
+    machine: &MachineState,
+    prober: &mut Prober,
+) {
     let resources = match prober.probe() {
         Ok(resources) => resources,
         Err(error) => {
@@ -274,13 +290,7 @@ async fn refresh(connection: &zbus::Connection, machine: &MachineState, prober: 
         }
     };
     let changed = machine.update(resources);
-    let object = connection
-        .object_server()
-        .interface::<_, MachineIface>(OBJECT_PATH)
-        .await;
-    if let Ok(object) = object {
-        if let Err(error) = object.get().await.emit(changed, object.signal_emitter()).await {
-            tracing::debug!(%error, "cannot signal load changes");
-        }
+    if let Err(error) = object.get().await.emit(changed, object.signal_emitter()).await {
+        tracing::debug!(%error, "cannot signal load changes");
     }
 }

@@ -43,6 +43,16 @@ impl MachineState {
             .clone()
     }
 
+    /// Reads one value of the latest probe without copying the rest.
+    fn read<T>(&self, value: impl FnOnce(&Resources) -> T) -> T {
+        value(
+            &self
+                .resources
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
     /// Replaces the probe and says what changed.
     pub fn update(&self, next: Resources) -> Changed {
         let mut current = self
@@ -109,57 +119,58 @@ impl MachineIface {
 
     #[zbus(property(emits_changed_signal = "const"))]
     fn cpu_model(&self) -> String {
-        self.state.resources().cpu.model
+        self.state.read(|r| r.cpu.model.clone())
     }
 
     #[zbus(property(emits_changed_signal = "const"))]
     fn cpu_cores(&self) -> u32 {
-        self.state.resources().cpu.cores
+        self.state.read(|r| r.cpu.cores)
     }
 
     #[zbus(property)]
     fn cpu_usage(&self) -> f64 {
-        self.state.resources().cpu.usage_percent
+        self.state.read(|r| r.cpu.usage_percent)
     }
 
     #[zbus(property(emits_changed_signal = "const"))]
     fn memory_total(&self) -> u64 {
-        self.state.resources().memory.total_bytes
+        self.state.read(|r| r.memory.total_bytes)
     }
 
     #[zbus(property)]
     fn memory_available(&self) -> u64 {
-        self.state.resources().memory.available_bytes
+        self.state.read(|r| r.memory.available_bytes)
     }
 
     #[zbus(property)]
     fn load_average(&self) -> (f64, f64, f64) {
-        let load = self.state.resources().load;
+        let load = self.state.read(|r| r.load);
         (load.one, load.five, load.fifteen)
     }
 
     #[zbus(property)]
     fn gpus(&self) -> Vec<WireGpu> {
-        self.state
-            .resources()
-            .gpus
-            .into_iter()
-            .map(|g| {
-                (
-                    g.index,
-                    g.name,
-                    g.uuid,
-                    g.memory_total_bytes,
-                    g.memory_used_bytes,
-                    g.utilization_percent,
-                )
-            })
-            .collect()
+        self.state.read(|r| {
+            r.gpus
+                .iter()
+                .map(|g| {
+                    let (name, uuid) = (g.name.clone(), g.uuid.clone());
+                    (
+                        g.index,
+                        name,
+                        uuid,
+                        g.memory_total_bytes,
+                        g.memory_used_bytes,
+                        g.utilization_percent,
+                    )
+                })
+                .collect()
+        })
     }
 
     #[zbus(property)]
     fn gpu_status(&self) -> String {
-        self.state.resources().gpu_probe.to_wire()
+        self.state.read(|r| r.gpu_probe.to_wire())
     }
 
     #[zbus(property(emits_changed_signal = "const"))]
