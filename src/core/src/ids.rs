@@ -21,6 +21,9 @@ pub const SHARING_INTERFACE: &str = "org.partagpu.PartaGPU.Daemon.Sharing1";
 /// The security journal.
 pub const SECURITY_INTERFACE: &str = "org.partagpu.PartaGPU.Daemon.Security1";
 
+/// The room: lifecycle, public facts, the authorised reveal.
+pub const ROOM_INTERFACE: &str = "org.partagpu.PartaGPU.Daemon.Room1";
+
 /// Prefix of the stable D-Bus error names (`<prefix>.NotAuthorized`, …).
 pub const ERROR_PREFIX: &str = "org.partagpu.PartaGPU.Daemon.Error";
 
@@ -38,6 +41,11 @@ pub mod actions {
     /// Rename the machine as the room sees it.
     pub const SET_NAME: &str = "org.partagpu.PartaGPU.Daemon.set-name";
 
+    /// Create, join, leave a room, or change its code.
+    pub const MANAGE_ROOM: &str = "org.partagpu.PartaGPU.Daemon.manage-room";
+    /// Show the current room code again.
+    pub const REVEAL_CODE: &str = "org.partagpu.PartaGPU.Daemon.reveal-code";
+
     /// Every action, for the consistency test with `polkit/*.policy`.
-    pub const ALL: &[&str] = &[PAUSE, SET_SHARING, SET_LIMITS, SET_NAME];
+    pub const ALL: &[&str] = &[PAUSE, SET_SHARING, SET_LIMITS, SET_NAME, MANAGE_ROOM, REVEAL_CODE];
 }

@@ -14,7 +14,7 @@ use crate::config::DEFAULT_CONFIG_PATH;
 #[derive(Debug, Clone, Parser)]
 #[command(name = "partagpud", version)]
 pub struct Args {
-    /// Directory for persistent state (policy, journal; later room secrets).
+    /// Directory for persistent state (policy, journal, room secrets).
     #[arg(long, value_name = "DIR", default_value = "/var/lib/partagpu")]
     pub state_dir: PathBuf,
 
@@ -30,6 +30,18 @@ pub struct Args {
     #[arg(long, value_name = "PORT", default_value_t = DEFAULT_PEER_PORT,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub peer_port: u16,
+
+    /// Address the peer port listens on.
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0")]
+    pub listen_address: std::net::IpAddr,
+
+    /// Do not announce or browse rooms on mDNS (joins then need --peer).
+    #[arg(long)]
+    pub no_discovery: bool,
+
+    /// Announce and browse on this network interface only.
+    #[arg(long, value_name = "IFACE")]
+    pub discovery_interface: Option<String>,
 
     /// Report the GPUs listed in this JSON file instead of asking NVML. For tests and the
     /// virtual lab on machines without GPUs; never in production.

@@ -25,6 +25,8 @@ fn describe(action: &str) -> &'static str {
         actions::SET_SHARING => "turn sharing on or off",
         actions::SET_LIMITS => "change the CPU, RAM and GPU limits",
         actions::SET_NAME => "rename this machine",
+        actions::MANAGE_ROOM => "create, join or leave a room, or change its code",
+        actions::REVEAL_CODE => "see the room code",
         _ => "do this",
     }
 }

@@ -16,6 +16,16 @@ pub enum BusError {
     InvalidArgument(String),
     /// The change could not be saved; nothing changed.
     StorageFailed(String),
+    /// A member refused the room code (wrong code or an old epoch).
+    WrongCode(String),
+    /// No room matched, or none is visible.
+    RoomNotFound(String),
+    /// No member of the room could be reached or completed the handshake.
+    PeerFailed(String),
+    /// The machine is already in another room.
+    AlreadyInRoom(String),
+    /// The operation needs a room and the machine is in none.
+    NotInRoom(String),
 }
 
 impl From<ChangeError> for BusError {

@@ -32,6 +32,8 @@ pub struct NewEvent {
     pub node_id: String,
     /// One sentence, never containing a secret.
     pub message: String,
+    /// Occurrences this entry stands for (1, or more for a flood summary).
+    pub count: u32,
 }
 
 /// The journal of one machine.
@@ -110,7 +112,7 @@ impl SecurityJournal {
             source: event.source,
             node_id: event.node_id,
             message: event.message,
-            count: 1,
+            count: event.count.max(1),
         };
         let mut line = serde_json::to_vec(&event).unwrap_or_default();
         line.push(b'\n');
@@ -177,6 +179,7 @@ mod tests {
             source: "10.98.0.2".into(),
             node_id: String::new(),
             message: "A machine tried a wrong room code.".into(),
+            count: 1,
         }
     }
 

@@ -11,9 +11,13 @@
 pub mod args;
 pub mod auth;
 pub mod config;
+pub mod discovery;
 pub mod error;
 pub mod journal;
+pub mod membership;
+pub mod peer;
 pub mod probe;
+pub mod room;
 pub mod service;
 pub mod sharing;
 pub mod store;
@@ -32,9 +36,15 @@ use zbus::fdo::{RequestNameFlags, RequestNameReply};
 
 use crate::args::Args;
 use crate::config::{Config, ConfigError};
+use crate::discovery::Discovery;
 use crate::journal::SecurityJournal;
+use crate::membership::Membership;
+use crate::peer::events::Reporter;
+use crate::peer::{PeerContext, Timing};
 use crate::probe::{FakeGpus, GpuBackend, NvmlGpus, Prober, ProcError, ProcFs};
-use crate::service::{MachineIface, MachineState, SecurityIface, SharingIface};
+use crate::room::secrets::SecretsError;
+use crate::room::RoomState;
+use crate::service::{MachineIface, MachineState, RoomIface, SecurityIface, SharingIface};
 use crate::sharing::{ChangeError, SharingStore};
 use crate::store::StoreError;
 
@@ -67,6 +77,17 @@ pub enum StartError {
     /// The journal could not be opened.
     #[error("security journal: {0}")]
     Journal(#[from] StoreError),
+    /// The room secrets file is unusable.
+    #[error("room secrets: {0}")]
+    Secrets(#[from] SecretsError),
+    /// The peer port cannot be opened.
+    #[error("cannot listen on the peer port {port}: {source}")]
+    PeerPort {
+        /// The port.
+        port: u16,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The bus name is taken by another process.
     #[error("another process already owns {BUS_NAME} on this system bus")]
     NameTaken,
@@ -189,7 +210,40 @@ pub async fn run(args: Args) -> Result<(), StartError> {
         resources,
     ));
 
-    let connection = connect(&machine, &store, &journal).await?;
+    let room = Arc::new(RoomState::open(&args.state_dir)?);
+    let reporter = Arc::new(Reporter::new(Arc::clone(&journal)));
+    let peer = Arc::new(PeerContext::new(
+        Arc::clone(&room),
+        Arc::clone(&reporter),
+        Timing::default(),
+    ));
+    let listener = tokio::net::TcpListener::bind((args.listen_address, args.peer_port))
+        .await
+        .map_err(|source| StartError::PeerPort {
+            port: args.peer_port,
+            source,
+        })?;
+    let discovery = if args.no_discovery {
+        None
+    } else {
+        match Discovery::start(args.peer_port, args.discovery_interface.as_deref()) {
+            Ok(discovery) => Some(Arc::new(discovery)),
+            Err(error) => {
+                tracing::warn!("{error}; joining needs a member's address (--peer)");
+                None
+            }
+        }
+    };
+    let membership = Arc::new(Membership {
+        room: Arc::clone(&room),
+        peer: Arc::clone(&peer),
+        discovery,
+    });
+    membership.announce();
+
+    let connection = connect(&machine, &store, &journal, &membership).await?;
+    reporter.signal_on(connection.clone());
+    tokio::spawn(peer::server::serve(listener, Arc::clone(&peer)));
     let pid_file = args.runtime_dir.join("partagpud.pid");
     if let Err(error) = fs::write(&pid_file, format!("{}\n", std::process::id())) {
         tracing::warn!(%error, path = %pid_file.display(), "cannot write the pid file");
@@ -201,6 +255,9 @@ pub async fn run(args: Args) -> Result<(), StartError> {
         name = %policy.display_name,
         state = policy.state().as_str(),
         gpus = %machine.resources().gpu_probe.to_wire(),
+        peer_port = args.peer_port,
+        in_room = room.current().is_some(),
+        node = %room.info().node_id,
         "partagpud ready"
     );
 
@@ -214,6 +271,7 @@ async fn connect(
     machine: &Arc<MachineState>,
     store: &Arc<SharingStore>,
     journal: &Arc<Mutex<SecurityJournal>>,
+    membership: &Arc<Membership>,
 ) -> Result<zbus::Connection, StartError> {
     let bus_error = |error: zbus::Error| StartError::Bus {
         address: std::env::var("DBUS_SYSTEM_BUS_ADDRESS").ok(),
@@ -228,6 +286,8 @@ async fn connect(
         .serve_at(OBJECT_PATH, SharingIface::new(Arc::clone(store)))
         .map_err(bus_error)?
         .serve_at(OBJECT_PATH, SecurityIface::new(Arc::clone(journal)))
+        .map_err(bus_error)?
+        .serve_at(OBJECT_PATH, RoomIface::new(Arc::clone(membership)))
         .map_err(bus_error)?
         .build()
         .await

@@ -5,16 +5,19 @@
 //! /org/partagpu/PartaGPU/Daemon
 //! ├── org.partagpu.PartaGPU.Daemon.Machine1   (machine.rs: hardware, live load)
 //! ├── org.partagpu.PartaGPU.Daemon.Sharing1   (sharing.rs: policy, pause, limits)
-//! └── org.partagpu.PartaGPU.Daemon.Security1  (security.rs: the journal)
+//! ├── org.partagpu.PartaGPU.Daemon.Security1  (security.rs: the journal)
+//! └── org.partagpu.PartaGPU.Daemon.Room1      (room.rs: the room, its code)
 //! ```
 //!
 //! Handlers validate, authorise the caller, hand the work to the owning store, and emit
 //! property changes; they never hold a lock across an `.await`.
 
 pub mod machine;
+pub mod room;
 pub mod security;
 pub mod sharing;
 
 pub use machine::{MachineIface, MachineState};
+pub use room::RoomIface;
 pub use security::SecurityIface;
 pub use sharing::SharingIface;

@@ -9,7 +9,11 @@ use partagpu_core::ids::{self, actions};
 use partagpu_core::{CpuInfo, GpuProbeStatus, LoadAverage, MemoryInfo, Resources};
 use partagpu_daemon::config::Config;
 use partagpu_daemon::journal::SecurityJournal;
-use partagpu_daemon::service::{MachineIface, MachineState, SecurityIface, SharingIface};
+use partagpu_daemon::membership::Membership;
+use partagpu_daemon::peer::events::Reporter;
+use partagpu_daemon::peer::{PeerContext, Timing};
+use partagpu_daemon::room::RoomState;
+use partagpu_daemon::service::{MachineIface, MachineState, RoomIface, SecurityIface, SharingIface};
 use partagpu_daemon::sharing::SharingStore;
 use zbus_xml::{ArgDirection, Node};
 
@@ -93,6 +97,14 @@ async fn served_interfaces_match_the_contract_file() {
     let store = SharingStore::open(dir.path(), &Config::default(), 8 << 30, "pc").unwrap();
     let journal = SecurityJournal::open(dir.path(), 10).unwrap();
     let machine = MachineState::new("0.0.0".into(), 7655, resources());
+    let journal = Arc::new(Mutex::new(journal));
+    let room = Arc::new(RoomState::open(dir.path()).unwrap());
+    let reporter = Arc::new(Reporter::new(Arc::clone(&journal)));
+    let membership = Membership {
+        peer: Arc::new(PeerContext::new(Arc::clone(&room), reporter, Timing::default())),
+        room,
+        discovery: None,
+    };
 
     let (server_stream, client_stream) = tokio::net::UnixStream::pair().unwrap();
     let guid = zbus::Guid::generate();
@@ -104,10 +116,9 @@ async fn served_interfaces_match_the_contract_file() {
         .unwrap()
         .serve_at(ids::OBJECT_PATH, SharingIface::new(Arc::new(store)))
         .unwrap()
-        .serve_at(
-            ids::OBJECT_PATH,
-            SecurityIface::new(Arc::new(Mutex::new(journal))),
-        )
+        .serve_at(ids::OBJECT_PATH, SecurityIface::new(journal))
+        .unwrap()
+        .serve_at(ids::OBJECT_PATH, RoomIface::new(Arc::new(membership)))
         .unwrap()
         .build();
     let client = zbus::connection::Builder::unix_stream(client_stream)
@@ -152,6 +163,7 @@ fn the_contract_file_names_the_interfaces_of_core_ids() {
         ids::MACHINE_INTERFACE,
         ids::SECURITY_INTERFACE,
         ids::SHARING_INTERFACE,
+        ids::ROOM_INTERFACE,
     ]
     .map(String::from);
     expected.sort();
@@ -161,11 +173,10 @@ fn the_contract_file_names_the_interfaces_of_core_ids() {
 #[test]
 fn the_bus_policy_lets_everyone_call_our_interfaces_and_only_root_own_the_name() {
     let policy = std::fs::read_to_string(repo_file("dbus/org.partagpu.PartaGPU.Daemon.conf")).unwrap();
-    for iface in [
-        ids::MACHINE_INTERFACE,
-        ids::SHARING_INTERFACE,
-        ids::SECURITY_INTERFACE,
-    ] {
+    // Every interface of the contract file, so a new one cannot be forgotten here.
+    let contract = std::fs::read_to_string(repo_file("dbus/org.partagpu.PartaGPU.Daemon.xml")).unwrap();
+    let node = Node::from_reader(contract.as_bytes()).unwrap();
+    for iface in node.interfaces().iter().map(|i| i.name().to_string()) {
         assert!(
             policy.contains(&format!("send_interface=\"{iface}\"")),
             "{iface} not allowed"

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! The HELLO bodies of a control connection (PGR/1 §6.4, §7.3): the client names the
+//! connection's purpose, the server answers with the room's public facts.
+
+use serde::{Deserialize, Serialize};
+
+/// The only protocol version.
+pub const VERSION: u32 = 1;
+/// The purpose of the connections this phase serves.
+pub const PURPOSE_CONTROL: &str = "control";
+
+/// The client's HELLO.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientHelloBody {
+    /// What the connection is for (§6.9).
+    pub purpose: String,
+    /// Versions the client speaks.
+    pub versions: Vec<u32>,
+    /// Optional features (none yet).
+    #[serde(default)]
+    pub caps: Vec<String>,
+}
+
+/// The room's public facts, as the server tells a member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomFacts {
+    /// The label, if the creator gave one.
+    pub label: Option<String>,
+    /// The current epoch.
+    pub epoch: u32,
+}
+
+/// The server's HELLO.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerHelloBody {
+    /// The purpose accepted.
+    pub purpose: String,
+    /// The version chosen (a list of one).
+    pub versions: Vec<u32>,
+    /// Features in use.
+    #[serde(default)]
+    pub caps: Vec<String>,
+    /// Room facts.
+    pub room: RoomFacts,
+}
+
+impl ClientHelloBody {
+    /// A control connection's HELLO.
+    #[must_use]
+    pub fn control() -> Self {
+        Self {
+            purpose: PURPOSE_CONTROL.to_owned(),
+            versions: vec![VERSION],
+            caps: Vec::new(),
+        }
+    }
+}
+
+/// Why a HELLO was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HelloBodyError {
+    /// Not the JSON of §6.4.
+    #[error("the HELLO body is not valid")]
+    Malformed,
+    /// No common version.
+    #[error("no common protocol version")]
+    NoCommonVersion,
+    /// A purpose this machine does not serve.
+    #[error("unsupported connection purpose")]
+    UnsupportedPurpose,
+}
+
+/// Parses and checks a client HELLO.
+///
+/// # Errors
+/// [`HelloBodyError`].
+pub fn parse_client_hello(body: &[u8]) -> Result<ClientHelloBody, HelloBodyError> {
+    let hello: ClientHelloBody = serde_json::from_slice(body).map_err(|_| HelloBodyError::Malformed)?;
+    if !hello.versions.contains(&VERSION) {
+        return Err(HelloBodyError::NoCommonVersion);
+    }
+    if hello.purpose != PURPOSE_CONTROL {
+        return Err(HelloBodyError::UnsupportedPurpose);
+    }
+    Ok(hello)
+}
+
+/// Parses and checks a server HELLO.
+///
+/// # Errors
+/// [`HelloBodyError`].
+pub fn parse_server_hello(body: &[u8]) -> Result<ServerHelloBody, HelloBodyError> {
+    let hello: ServerHelloBody = serde_json::from_slice(body).map_err(|_| HelloBodyError::Malformed)?;
+    if hello.versions != [VERSION] {
+        return Err(HelloBodyError::NoCommonVersion);
+    }
+    if hello.purpose != PURPOSE_CONTROL {
+        return Err(HelloBodyError::UnsupportedPurpose);
+    }
+    Ok(hello)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hellos_are_checked() {
+        let good = serde_json::to_vec(&ClientHelloBody::control()).unwrap();
+        assert_eq!(parse_client_hello(&good).unwrap().purpose, "control");
+        assert_eq!(
+            parse_client_hello(br#"{"purpose":"control","versions":[2]}"#),
+            Err(HelloBodyError::NoCommonVersion)
+        );
+        assert_eq!(
+            parse_client_hello(br#"{"purpose":"upload","versions":[1]}"#),
+            Err(HelloBodyError::UnsupportedPurpose)
+        );
+        assert_eq!(parse_client_hello(b"\xff{"), Err(HelloBodyError::Malformed));
+        let server = br#"{"purpose":"control","versions":[1],"caps":[],"room":{"label":null,"epoch":2}}"#;
+        assert_eq!(parse_server_hello(server).unwrap().room.epoch, 2);
+        assert!(parse_server_hello(br#"{"purpose":"control","versions":[1]}"#).is_err());
+    }
+}

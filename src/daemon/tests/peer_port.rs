@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! The peer port between two machines in one process, over real TCP on 127.0.0.1: joining
+//! with the right and a wrong code, bans, pinning, liveness, key update and rotation.
+
+mod support;
+
+use partagpu_core::protocol::RecordType;
+use partagpu_daemon::peer::client::{dial, DialError};
+use partagpu_daemon::peer::server::ROOM_CHANGED;
+use partagpu_daemon::room::rotated;
+use support::{room_with_code, wrong_code, Machine, RawClient};
+
+#[tokio::test]
+async fn the_right_code_opens_a_session_and_both_sides_pin_each_other() {
+    let (server, joiner) = (Machine::new(), Machine::new());
+    let code = server.create_room();
+    let addr = server.listen().await;
+    let dialled = dial(addr, &room_with_code(&server, code), &joiner.context)
+        .await
+        .unwrap();
+    assert_eq!(dialled.hello.room.label.as_deref(), Some("Salle B12"));
+    assert_eq!(dialled.hello.room.epoch, 0);
+    assert_eq!(dialled.node.node_id.to_hex(), server.room.info().node_id);
+    assert!(server.wait_for("new-machine").await, "{:?}", server.kinds());
+    assert_eq!(joiner.kinds(), ["new-machine"]);
+    assert_eq!(joiner.room.pinned(), [server.room.info().node_id]);
+    assert_eq!(server.room.pinned(), [joiner.room.info().node_id]);
+}
+
+#[tokio::test]
+async fn a_wrong_code_fails_on_both_sides_and_repeated_ones_end_in_a_ban() {
+    let (server, joiner) = (Machine::new(), Machine::new());
+    let code = server.create_room();
+    let addr = server.listen().await;
+    let wrong = room_with_code(&server, wrong_code(&code));
+    let error = dial(addr, &wrong, &joiner.context).await.err().unwrap();
+    assert!(matches!(error, DialError::WrongCode(_)), "{error}");
+    assert!(error.to_string().starts_with("wrong code"), "{error}");
+    assert!(server.wait_for("wrong-code").await);
+    assert_eq!(joiner.kinds(), ["wrong-code"]);
+    for _ in 1..5 {
+        assert!(matches!(
+            dial(addr, &wrong, &joiner.context).await,
+            Err(DialError::WrongCode(_))
+        ));
+    }
+    assert!(server.wait_for("ban").await, "{:?}", server.kinds());
+    // The joiner counts too and refuses to spend more guesses; a fresh machine on the same
+    // address is refused by the server before any handshake, even with the right code.
+    assert!(matches!(
+        dial(addr, &wrong, &joiner.context).await,
+        Err(DialError::Throttled(..))
+    ));
+    let fresh = Machine::new();
+    let right = room_with_code(&server, code);
+    let refused = dial(addr, &right, &fresh.context).await.err().unwrap();
+    assert!(matches!(refused, DialError::Refused(_)), "{refused}");
+    assert!(server.wait_for("refused").await);
+    let journal = server.journal.lock().unwrap().list(0, 0);
+    let ban = journal.iter().find(|e| e.kind == "ban").unwrap();
+    assert_eq!(
+        (ban.source.as_str(), ban.severity.as_str()),
+        ("127.0.0.1", "critical")
+    );
+    assert!(ban.message.contains("banned for 10 minutes"), "{}", ban.message);
+}
+
+#[tokio::test]
+async fn an_old_epoch_is_a_wrong_code() {
+    let (server, joiner) = (Machine::new(), Machine::new());
+    let code = server.create_room();
+    let addr = server.listen().await;
+    let old = room_with_code(&server, code);
+    let (next, _new_code) = rotated(&server.room.current().unwrap());
+    server.room.install(next).unwrap();
+    assert!(matches!(
+        dial(addr, &old, &joiner.context).await,
+        Err(DialError::WrongCode(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_changed_key_at_a_pinned_address_is_refused_and_alerted() {
+    let (first, second, joiner) = (Machine::new(), Machine::new(), Machine::new());
+    let code = first.create_room();
+    // `second` is in the same room with another identity: what a reinstalled machine, or
+    // an impostor who knows the code, looks like at an address where `first` was pinned.
+    second.room.install(first.room.current().unwrap()).unwrap();
+    let addr = second.listen().await;
+    let first_key = first.room.identity().public_key();
+    joiner.room.pin(&first_key, &addr.to_string(), true, 0).unwrap();
+    let error = dial(addr, &room_with_code(&first, code), &joiner.context)
+        .await
+        .err()
+        .unwrap();
+    assert!(error.to_string().contains("new identity key"), "{error}");
+    let journal = joiner.journal.lock().unwrap().list(0, 0);
+    let alert = journal.iter().find(|e| e.kind == "key-changed").unwrap();
+    assert_eq!(alert.severity.as_str(), "critical");
+    assert_eq!(alert.node_id, second.room.info().node_id);
+    assert_eq!(joiner.room.pinned().len(), 1, "the new key is not pinned");
+}
+
+#[tokio::test]
+async fn ping_key_update_and_rotation_on_an_open_session() {
+    let server = Machine::new();
+    let code = server.create_room();
+    let addr = server.listen().await;
+    let mut client = RawClient::connect(addr, &room_with_code(&server, code)).await;
+    let hello = br#"{"purpose":"control","versions":[1],"caps":[]}"#;
+    let record = client.session.seal(RecordType::Hello, hello).unwrap();
+    client.send_raw(&record).await;
+    let reply = client.recv().await.unwrap();
+    assert_eq!(reply.record_type, RecordType::Hello);
+    let reply: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+    assert_eq!(reply["room"]["label"], "Salle B12");
+    for _ in 0..2 {
+        let ping = client.session.seal(RecordType::Ping, &[]).unwrap();
+        client.send_raw(&ping).await;
+        assert_eq!(client.recv().await.unwrap().record_type, RecordType::Pong);
+        // The next PING goes under the next key: the server must follow (§6.6).
+        let update = client.session.sealer().seal_key_update().unwrap();
+        client.send_raw(&update).await;
+    }
+    let (next, _) = rotated(&server.room.current().unwrap());
+    server.room.install(next).unwrap();
+    let close = client.recv().await.unwrap();
+    assert_eq!(close.record_type, RecordType::Close);
+    assert_eq!(close.body, ROOM_CHANGED.as_bytes());
+    assert!(client.recv().await.is_none(), "nothing after CLOSE");
+}
