@@ -118,8 +118,10 @@ class Polkit:
 class Daemon:
     """One partagpud with its own state, runtime dir and config."""
 
-    def __init__(self, bus: Bus, root: Path, config: str = 'display_name = "test-machine"\n', fake_gpus=None):
+    def __init__(self, bus: Bus, root: Path, config: str = 'display_name = "test-machine"\n', fake_gpus=None,
+                 peer_port=17655):
         self.bus = bus
+        self.peer_port = peer_port
         self.root = root
         self.state_dir = root / "state"
         self.runtime_dir = root / "run"
@@ -131,7 +133,9 @@ class Daemon:
 
     def argv(self):
         argv = [str(BIN_DIR / "partagpud"), "--state-dir", str(self.state_dir), "--runtime-dir",
-                str(self.runtime_dir), "--config", str(self.config), "--peer-port", "17655"]
+                str(self.runtime_dir), "--config", str(self.config), "--peer-port", str(self.peer_port),
+                # Host tests stay off the real network: loopback only, no mDNS announcements.
+                "--listen-address", "127.0.0.1", "--no-discovery"]
         if self.fake_gpus:
             argv += ["--fake-gpus", str(self.fake_gpus)]
         return argv

@@ -38,6 +38,11 @@ pub enum Command {
         /// New name, 1 to 64 characters.
         name: String,
     },
+    /// Create, join, show or leave the room this machine is in.
+    Room {
+        #[command(subcommand)]
+        command: RoomCommand,
+    },
     /// Show the security journal (wrong room codes, bans, key changes).
     SecurityLog {
         /// Print one JSON document instead of text.
@@ -50,6 +55,51 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 0)]
         limit: u32,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RoomCommand {
+    /// Create a room and print its four-word code (shown once).
+    New {
+        /// A name other machines see before joining, e.g. "Salle B12".
+        #[arg(long, value_name = "LABEL", default_value = "")]
+        label: String,
+        /// Word list of the code: en or fr.
+        #[arg(long, value_name = "LANG", default_value = "en")]
+        language: String,
+    },
+    /// Join a room with its code (the four words; asked for when not given).
+    Join {
+        /// The code's words, e.g. `abandon ability able about`.
+        words: Vec<String>,
+        /// Which room, when several are announced: its id or its label.
+        #[arg(long, value_name = "ID|LABEL")]
+        room: Option<String>,
+        /// A member's address (host:port), when discovery does not reach it; needs --room ID.
+        #[arg(long, value_name = "ADDR")]
+        peer: Option<String>,
+        /// The room's epoch, with --peer (when its code was changed).
+        #[arg(long, value_name = "N", requires = "peer")]
+        epoch: Option<u32>,
+    },
+    /// Show the room: label, id, epoch, and this machine's fingerprint.
+    Show {
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the rooms announced on the network.
+    List {
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Leave the room (this machine forgets its code).
+    Leave,
+    /// Change the room's code: old sessions end, members join again with the new code.
+    Rotate,
+    /// Print the current code again (administrators).
+    Reveal,
 }
 
 #[derive(Debug, Subcommand)]

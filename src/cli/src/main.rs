@@ -5,6 +5,7 @@
 //! Every listing takes `--json` and then prints exactly one JSON document on stdout.
 
 mod args;
+mod room;
 mod security_log;
 mod status;
 
@@ -84,6 +85,7 @@ async fn run(args: Args) -> Result<()> {
             );
             Ok(())
         }
+        Command::Room { command } => room::run(&client, command).await,
         Command::SecurityLog { json, after, limit } => {
             security_log::print(&client.security_events(after, limit).await?, json)
         }

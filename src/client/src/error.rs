@@ -21,6 +21,21 @@ pub enum ClientError {
     /// The service could not save the change; nothing changed.
     #[error("{0}")]
     StorageFailed(String),
+    /// A member of the room refused the code.
+    #[error("{0}")]
+    WrongCode(String),
+    /// No such room on the network.
+    #[error("{0}")]
+    RoomNotFound(String),
+    /// No member could be reached.
+    #[error("{0}")]
+    PeerFailed(String),
+    /// Already in another room.
+    #[error("{0}")]
+    AlreadyInRoom(String),
+    /// Not in a room.
+    #[error("{0}")]
+    NotInRoom(String),
     /// The service answered something this client does not understand (version skew).
     #[error("unexpected answer from partagpud: {0}")]
     Protocol(String),
@@ -55,6 +70,11 @@ impl From<zbus::Error> for ClientError {
             Some("NotAuthorized") => Self::NotAuthorized(message),
             Some("InvalidArgument") => Self::InvalidArgument(message),
             Some("StorageFailed") => Self::StorageFailed(message),
+            Some("WrongCode") => Self::WrongCode(message),
+            Some("RoomNotFound") => Self::RoomNotFound(message),
+            Some("PeerFailed") => Self::PeerFailed(message),
+            Some("AlreadyInRoom") => Self::AlreadyInRoom(message),
+            Some("NotInRoom") => Self::NotInRoom(message),
             _ if name == "org.freedesktop.DBus.Error.ServiceUnknown"
                 || name == "org.freedesktop.DBus.Error.NameHasNoOwner" =>
             {

@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod proxies;
+pub mod room;
 
 use std::collections::HashMap;
 
@@ -18,7 +19,8 @@ use partagpu_core::{
 use zbus::zvariant::Value;
 
 pub use error::ClientError;
-pub use proxies::{Machine1Proxy, Security1Proxy, Sharing1Proxy};
+pub use proxies::{Machine1Proxy, Room1Proxy, Security1Proxy, Sharing1Proxy};
+pub use room::{JoinOptions, RoomInfo, VisibleRoom};
 
 /// A connection to the local `partagpud`.
 #[derive(Clone)]
@@ -27,6 +29,7 @@ pub struct Client {
     machine: Machine1Proxy<'static>,
     sharing: Sharing1Proxy<'static>,
     security: Security1Proxy<'static>,
+    room: Room1Proxy<'static>,
 }
 
 impl Client {
@@ -59,11 +62,16 @@ impl Client {
             .cache_properties(no_cache)
             .build()
             .await?;
+        let room = Room1Proxy::builder(&connection)
+            .cache_properties(no_cache)
+            .build()
+            .await?;
         Ok(Self {
             connection,
             machine,
             sharing,
             security,
+            room,
         })
     }
 

@@ -111,3 +111,46 @@ pub trait Security1 {
     #[zbus(signal)]
     fn event_recorded(&self, seq: u64, severity: &str, kind: &str) -> zbus::Result<()>;
 }
+
+/// A room announced on mDNS: (room id, label, epoch, member addresses).
+pub type WireVisibleRoom = (String, String, u32, Vec<String>);
+
+/// `org.partagpu.PartaGPU.Daemon.Room1`.
+#[proxy(
+    interface = "org.partagpu.PartaGPU.Daemon.Room1",
+    default_service = "org.partagpu.PartaGPU.Daemon",
+    default_path = "/org/partagpu/PartaGPU/Daemon"
+)]
+pub trait Room1 {
+    /// Whether this machine is in a room.
+    #[zbus(property)]
+    fn joined(&self) -> zbus::Result<bool>;
+    /// Room id, 32 hex digits (empty outside a room).
+    #[zbus(property)]
+    fn room_id(&self) -> zbus::Result<String>;
+    /// How many times the code was changed.
+    #[zbus(property)]
+    fn epoch(&self) -> zbus::Result<u32>;
+    /// The creator's label.
+    #[zbus(property)]
+    fn label(&self) -> zbus::Result<String>;
+    /// This machine's node id.
+    #[zbus(property)]
+    fn node_id(&self) -> zbus::Result<String>;
+    /// This machine's fingerprint words.
+    #[zbus(property)]
+    fn fingerprint(&self) -> zbus::Result<String>;
+    /// Creates a room; returns its code.
+    #[zbus(name = "New")]
+    fn create(&self, label: &str, language: &str) -> zbus::Result<String>;
+    /// Joins with a code; returns (room id, label).
+    fn join(&self, code: &str, options: HashMap<&str, Value<'_>>) -> zbus::Result<(String, String)>;
+    /// Leaves the room.
+    fn leave(&self) -> zbus::Result<bool>;
+    /// New code, next epoch.
+    fn rotate(&self) -> zbus::Result<String>;
+    /// The current code (authorised callers only).
+    fn reveal_code(&self) -> zbus::Result<String>;
+    /// Rooms announced on the network.
+    fn visible_rooms(&self) -> zbus::Result<Vec<WireVisibleRoom>>;
+}
