@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Shared helpers: where the repository's vectors and word lists are, fixed randomness."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+VECTORS_DIR = REPO_ROOT / "src" / "core" / "tests" / "vectors"
+RUST_WORDLISTS_DIR = REPO_ROOT / "src" / "core" / "wordlists"
+PYTHON_DIR = REPO_ROOT / "python"
+
+
+def load_cases(name: str) -> list[dict]:
+    """The ``cases`` of one ``src/core/tests/vectors/*.json`` file (§12.1)."""
+    return json.loads((VECTORS_DIR / name).read_text(encoding="utf-8"))["cases"]
+
+
+def fixed_entropy(byte: int):
+    """The vectors' RNG: the same byte repeated (§12.3)."""
+    return lambda n: bytes([byte]) * n
+
+
+@pytest.fixture
+def vectors():
+    return load_cases
