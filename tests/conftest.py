@@ -9,6 +9,7 @@ built `partagpuctl`. Only polkit is a mock (no polkitd runs on a private bus).
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -158,6 +159,14 @@ class Daemon:
     def restart(self):
         self.stop()
         return self.start()
+
+
+def code_leaks(text: str, words) -> bool:
+    """Whether `text` shows two consecutive words of a room code, in any separator form
+    ("w1 w2", "w1-w2", …). Single words prove nothing: fingerprints and names use the same
+    BIP-39 lists, so a lone common word may appear by chance."""
+    return any(re.search(rf"\b{re.escape(a)}[^a-z]{{1,3}}{re.escape(b)}\b", text, re.IGNORECASE)
+               for a, b in zip(words, words[1:]))
 
 
 def ctl(bus: Bus, *args, user=None, check=False):
