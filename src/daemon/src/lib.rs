@@ -217,12 +217,6 @@ pub async fn run(args: Args) -> Result<(), StartError> {
         Arc::clone(&reporter),
         Timing::default(),
     ));
-    let listener = tokio::net::TcpListener::bind((args.listen_address, args.peer_port))
-        .await
-        .map_err(|source| StartError::PeerPort {
-            port: args.peer_port,
-            source,
-        })?;
     let discovery = if args.no_discovery {
         None
     } else {
@@ -242,6 +236,14 @@ pub async fn run(args: Args) -> Result<(), StartError> {
     membership.announce();
 
     let connection = connect(&machine, &store, &journal, &membership).await?;
+    // Bound after the bus name is ours, so a second instance says "name taken" rather than
+    // "port in use".
+    let listener = tokio::net::TcpListener::bind((args.listen_address, args.peer_port))
+        .await
+        .map_err(|source| StartError::PeerPort {
+            port: args.peer_port,
+            source,
+        })?;
     reporter.signal_on(connection.clone());
     tokio::spawn(peer::server::serve(listener, Arc::clone(&peer)));
     let pid_file = args.runtime_dir.join("partagpud.pid");
