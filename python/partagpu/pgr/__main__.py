@@ -76,6 +76,17 @@ def _read_code() -> RoomCode:
     return RoomCode.parse(os.environ.pop(CODE_ENV, ""))
 
 
+def _password_from_env(room_id: bytes) -> RoomPassword | None:
+    """The room's pw (§2.6) from the code in the environment; None, after saying why on
+    stderr, when the code is not valid."""
+    try:
+        code = _read_code()
+    except CodeError as error:
+        _fail(EXIT_INVALID_CODE, f"invalid room code: {error}")
+        return None
+    return RoomPassword.derive(code, room_id)
+
+
 def _fail(status: int, message: str) -> int:
     print(message, file=sys.stderr, flush=True)
     return status
@@ -83,11 +94,9 @@ def _fail(status: int, message: str) -> int:
 
 def run_connect(args: argparse.Namespace) -> int:
     host, port = args.address
-    try:
-        code = _read_code()
-    except CodeError as error:
-        return _fail(EXIT_INVALID_CODE, f"invalid room code: {error}")
-    password = RoomPassword.derive(code, args.room_id)
+    password = _password_from_env(args.room_id)
+    if password is None:
+        return EXIT_INVALID_CODE
     try:
         session = connect(host, port, password, args.room_id, args.epoch, timeout=args.timeout)
         hello = session.peer_hello
@@ -159,11 +168,9 @@ def _serve_connection(conn: socket.socket, source: str, password: RoomPassword,
 
 def run_serve(args: argparse.Namespace) -> int:
     host, port = args.address
-    try:
-        code = _read_code()
-    except CodeError as error:
-        return _fail(EXIT_INVALID_CODE, f"invalid room code: {error}")
-    password = RoomPassword.derive(code, args.room_id)
+    password = _password_from_env(args.room_id)
+    if password is None:
+        return EXIT_INVALID_CODE
     identity = NodeIdentity.generate()
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:

@@ -149,7 +149,31 @@ class _DirectionKeys:
         return self.seq >= MAX_RECORDS_PER_KEY - 1
 
 
-class Sealer:
+class _RecordState:
+    """What a Sealer and an Opener both show: the current key's counter and history."""
+
+    _keys: _DirectionKeys
+
+    @property
+    def seq(self) -> int:
+        """Sequence number of the next record (sealed or expected) under the current key."""
+        return self._keys.seq
+
+    @property
+    def key_updates(self) -> int:
+        """KEY_UPDATEs sealed or opened so far."""
+        return self._keys.updates
+
+    @property
+    def direction(self) -> Direction:
+        return self._keys.direction
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(direction={self.direction.name}, seq={self.seq}, "
+                f"key_updates={self.key_updates})")
+
+
+class Sealer(_RecordState):
     """Seals this end's records; the counter advances only when a record was produced.
 
     ``seq`` is where the counter starts: 0 on every real connection; tests start near the
@@ -189,25 +213,9 @@ class Sealer:
         caller's, with its clock)."""
         return self._keys.seq >= KEY_UPDATE_RECORDS or self._bytes_since_update >= KEY_UPDATE_BYTES
 
-    @property
-    def seq(self) -> int:
-        """Sequence number of the next record under the current key."""
-        return self._keys.seq
-
-    @property
-    def key_updates(self) -> int:
-        """KEY_UPDATEs sealed so far."""
-        return self._keys.updates
-
-    @property
-    def direction(self) -> Direction:
-        return self._keys.direction
-
-    def __repr__(self) -> str:
-        return f"Sealer(direction={self.direction.name}, seq={self.seq}, key_updates={self.key_updates})"
 
 
-class Opener:
+class Opener(_RecordState):
     """Opens the peer's records. On any error the counter does not move (§6.5)."""
 
     def __init__(self, direction: Direction, secret: TrafficSecret, *, seq: int = 0) -> None:
@@ -230,19 +238,3 @@ class Opener:
             keys.seq += 1
         return record_type, body
 
-    @property
-    def seq(self) -> int:
-        """Sequence number expected for the next record under the current key."""
-        return self._keys.seq
-
-    @property
-    def key_updates(self) -> int:
-        """KEY_UPDATEs opened so far."""
-        return self._keys.updates
-
-    @property
-    def direction(self) -> Direction:
-        return self._keys.direction
-
-    def __repr__(self) -> str:
-        return f"Opener(direction={self.direction.name}, seq={self.seq}, key_updates={self.key_updates})"
