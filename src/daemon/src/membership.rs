@@ -64,11 +64,12 @@ pub struct Membership {
     pub discovery: Option<Arc<Discovery>>,
 }
 
-fn describe(room: &ActiveRoom) -> String {
-    if room.label.is_empty() {
-        room.room_id.to_hex()
+/// How a room is named to the user: `"label" (id)`, or the id alone.
+fn describe(label: &str, room_id: &RoomId) -> String {
+    if label.is_empty() {
+        room_id.to_hex()
     } else {
-        format!("\"{}\" ({})", room.label, room.room_id.to_hex())
+        format!("\"{label}\" ({})", room_id.to_hex())
     }
 }
 
@@ -92,9 +93,9 @@ impl Membership {
 
     fn refuse_if_in_other_room(&self, room_id: Option<&RoomId>) -> Result<(), MembershipError> {
         match self.room.current() {
-            Some(current) if Some(&current.room_id) != room_id => {
-                Err(MembershipError::AlreadyInRoom(describe(&current)))
-            }
+            Some(current) if Some(&current.room_id) != room_id => Err(MembershipError::AlreadyInRoom(
+                describe(&current.label, &current.room_id),
+            )),
             _ => Ok(()),
         }
     }
@@ -256,16 +257,7 @@ fn choose(
             Ok((newest.room_id, newest.epoch, newest.label, newest.members))
         }
         _ => {
-            let names: Vec<String> = rooms
-                .iter()
-                .map(|r| {
-                    if r.label.is_empty() {
-                        r.room_id.to_hex()
-                    } else {
-                        format!("\"{}\" ({})", r.label, r.room_id.to_hex())
-                    }
-                })
-                .collect();
+            let names: Vec<String> = rooms.iter().map(|r| describe(&r.label, &r.room_id)).collect();
             Err(MembershipError::RoomNotFound(format!(
                 "several rooms are announced: {}; choose one with --room ID or --room LABEL",
                 names.join(", ")

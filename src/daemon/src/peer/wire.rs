@@ -55,9 +55,19 @@ pub async fn read_exact_before<const N: usize>(
     deadline: Instant,
 ) -> Result<[u8; N], WireError> {
     let mut buf = [0u8; N];
-    match timeout_at(deadline, stream.read_exact(&mut buf)).await {
+    fill_before(stream, &mut buf, deadline).await?;
+    Ok(buf)
+}
+
+/// Fills `buf` from `stream` before `deadline` (either half of a TCP stream).
+async fn fill_before(
+    stream: &mut (impl AsyncReadExt + Unpin),
+    buf: &mut [u8],
+    deadline: Instant,
+) -> Result<(), WireError> {
+    match timeout_at(deadline, stream.read_exact(buf)).await {
         Err(_) => Err(WireError::Deadline),
-        Ok(result) => result.map(|_| buf).map_err(WireError::from),
+        Ok(result) => result.map(|_| ()).map_err(WireError::from),
     }
 }
 
@@ -65,7 +75,11 @@ pub async fn read_exact_before<const N: usize>(
 ///
 /// # Errors
 /// As [`read_exact_before`].
-pub async fn write_before(stream: &mut TcpStream, bytes: &[u8], deadline: Instant) -> Result<(), WireError> {
+pub async fn write_before(
+    stream: &mut (impl AsyncWriteExt + Unpin),
+    bytes: &[u8],
+    deadline: Instant,
+) -> Result<(), WireError> {
     match timeout_at(deadline, stream.write_all(bytes)).await {
         Err(_) => Err(WireError::Deadline),
         Ok(result) => result.map_err(WireError::from),
@@ -156,21 +170,11 @@ impl Reader {
     /// [`WireError`]; on a record error the caller closes without sending (§6.5).
     pub async fn recv_before(&mut self, deadline: Instant) -> Result<Record, WireError> {
         let mut header = [0u8; HEADER_LEN];
-        match timeout_at(deadline, self.stream.read_exact(&mut header)).await {
-            Err(_) => return Err(WireError::Deadline),
-            Ok(result) => {
-                result?;
-            }
-        }
+        fill_before(&mut self.stream, &mut header, deadline).await?;
         let len = ciphertext_len(header)?;
         let mut record = vec![0u8; HEADER_LEN + len];
         record[..HEADER_LEN].copy_from_slice(&header);
-        match timeout_at(deadline, self.stream.read_exact(&mut record[HEADER_LEN..])).await {
-            Err(_) => return Err(WireError::Deadline),
-            Ok(result) => {
-                result?;
-            }
-        }
+        fill_before(&mut self.stream, &mut record[HEADER_LEN..], deadline).await?;
         Ok(self.opener.open(&record)?)
     }
 }
@@ -193,10 +197,7 @@ impl Writer {
     /// # Errors
     /// [`WireError`].
     pub async fn send_raw(&mut self, bytes: &[u8]) -> Result<(), WireError> {
-        match timeout_at(Instant::now() + WRITE_TIMEOUT, self.stream.write_all(bytes)).await {
-            Err(_) => Err(WireError::Deadline),
-            Ok(result) => result.map_err(WireError::from),
-        }
+        write_before(&mut self.stream, bytes, Instant::now() + WRITE_TIMEOUT).await
     }
 
     /// Sends a KEY_UPDATE and switches this direction's key (§6.6).
