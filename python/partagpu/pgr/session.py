@@ -126,7 +126,9 @@ class Session:
     def ping(self, timeout: float | None = None) -> float:
         """Sends PING and waits for PONG (§6.7); returns the round trip in seconds.
 
-        A PING from the peer meanwhile is answered; any other record is out of state here.
+        A PING from the peer meanwhile is answered, and so is a REQUEST (a member's state,
+        §7.5: this implementation keeps no fleet, so it answers ``unknown-request``); any
+        other record is out of state here.
         """
         started = time.monotonic()
         self.send(RecordType.PING)
@@ -136,6 +138,8 @@ class Session:
                 return time.monotonic() - started
             if record_type is RecordType.PING:
                 self.send(RecordType.PONG)
+            elif record_type is RecordType.REQUEST:
+                self.send(RecordType.RESPONSE, encode_hello(UNKNOWN_REQUEST_RESPONSE))
             elif record_type is RecordType.CLOSE:
                 raise ConnectionClosedError("PONG")
             elif record_type is not RecordType.KEY_UPDATE:

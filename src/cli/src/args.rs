@@ -43,6 +43,12 @@ pub enum Command {
         #[command(subcommand)]
         command: RoomCommand,
     },
+    /// List the machines of the room: state, load, what they lend, online or not.
+    Peers {
+        /// Print one JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the security journal (wrong room codes, bans, key changes).
     SecurityLog {
         /// Print one JSON document instead of text.

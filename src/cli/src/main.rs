@@ -5,6 +5,7 @@
 //! Every listing takes `--json` and then prints exactly one JSON document on stdout.
 
 mod args;
+mod peers;
 mod room;
 mod security_log;
 mod status;
@@ -86,6 +87,7 @@ async fn run(args: Args) -> Result<()> {
             Ok(())
         }
         Command::Room { command } => room::run(&client, command).await,
+        Command::Peers { json } => peers::run(&client, json).await,
         Command::SecurityLog { json, after, limit } => {
             security_log::print(&client.security_events(after, limit).await?, json)
         }

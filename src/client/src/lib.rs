@@ -6,6 +6,7 @@
 //! message a user can act on.
 
 pub mod error;
+pub mod fleet;
 pub mod proxies;
 pub mod room;
 
@@ -19,7 +20,8 @@ use partagpu_core::{
 use zbus::zvariant::Value;
 
 pub use error::ClientError;
-pub use proxies::{Machine1Proxy, Room1Proxy, Security1Proxy, Sharing1Proxy};
+pub use fleet::{FleetView, Peer};
+pub use proxies::{Fleet1Proxy, Machine1Proxy, Room1Proxy, Security1Proxy, Sharing1Proxy};
 pub use room::{JoinOptions, RoomInfo, VisibleRoom};
 
 /// A connection to the local `partagpud`.
@@ -30,6 +32,7 @@ pub struct Client {
     sharing: Sharing1Proxy<'static>,
     security: Security1Proxy<'static>,
     room: Room1Proxy<'static>,
+    fleet: Fleet1Proxy<'static>,
 }
 
 impl Client {
@@ -66,12 +69,17 @@ impl Client {
             .cache_properties(no_cache)
             .build()
             .await?;
+        let fleet = Fleet1Proxy::builder(&connection)
+            .cache_properties(no_cache)
+            .build()
+            .await?;
         Ok(Self {
             connection,
             machine,
             sharing,
             security,
             room,
+            fleet,
         })
     }
 

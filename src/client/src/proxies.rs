@@ -154,3 +154,27 @@ pub trait Room1 {
     /// Rooms announced on the network.
     fn visible_rooms(&self) -> zbus::Result<Vec<WireVisibleRoom>>;
 }
+
+/// One `Fleet1.Members` entry.
+pub type WireMember = HashMap<String, zbus::zvariant::OwnedValue>;
+
+/// `org.partagpu.PartaGPU.Daemon.Fleet1`.
+#[proxy(
+    interface = "org.partagpu.PartaGPU.Daemon.Fleet1",
+    default_service = "org.partagpu.PartaGPU.Daemon",
+    default_path = "/org/partagpu/PartaGPU/Daemon"
+)]
+pub trait Fleet1 {
+    /// This machine first, then every verified member.
+    #[zbus(property)]
+    fn members(&self) -> zbus::Result<Vec<WireMember>>;
+    /// Announcements of this room not verified: (address, why).
+    #[zbus(property)]
+    fn unverified(&self) -> zbus::Result<Vec<(String, String)>>;
+    /// Other rooms: (label, machines).
+    #[zbus(property)]
+    fn other_rooms(&self) -> zbus::Result<Vec<(String, u32)>>;
+    /// Interfaces discovery uses: (name, address/prefix).
+    #[zbus(property)]
+    fn interfaces(&self) -> zbus::Result<Vec<(String, String)>>;
+}

@@ -24,6 +24,9 @@ pub const SECURITY_INTERFACE: &str = "org.partagpu.PartaGPU.Daemon.Security1";
 /// The room: lifecycle, public facts, the authorised reveal.
 pub const ROOM_INTERFACE: &str = "org.partagpu.PartaGPU.Daemon.Room1";
 
+/// The machines of the room, live.
+pub const FLEET_INTERFACE: &str = "org.partagpu.PartaGPU.Daemon.Fleet1";
+
 /// Prefix of the stable D-Bus error names (`<prefix>.NotAuthorized`, …).
 pub const ERROR_PREFIX: &str = "org.partagpu.PartaGPU.Daemon.Error";
 

@@ -12,6 +12,8 @@ use partagpu_core::size::parse_size;
 use partagpu_core::{Limits, PolicyError, SharingPolicy};
 use serde::Deserialize;
 
+use crate::discovery::{Ipv4Prefix, Scope};
+
 /// Where the config file lives when `--config` is not given.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/partagpu/partagpu.toml";
 
@@ -59,6 +61,21 @@ pub struct Config {
     /// Security journal settings.
     #[serde(default)]
     pub journal: JournalConfig,
+    /// Where discovery looks and whom it dials.
+    #[serde(default)]
+    pub discovery: DiscoveryConfig,
+}
+
+/// `[discovery]`: both empty means automatic (every LAN interface, peers on their subnets).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoveryConfig {
+    /// Interfaces to announce and browse on, e.g. `["enp3s0"]`; they may be virtual.
+    #[serde(default)]
+    pub interfaces: Vec<String>,
+    /// Prefixes peers must be in, e.g. `["10.12.0.0/16"]`, for labs split across subnets.
+    #[serde(default)]
+    pub prefixes: Vec<String>,
 }
 
 /// `[sharing]`: the policy a fresh machine starts with.
@@ -132,10 +149,30 @@ impl Config {
         if let Some(name) = &config.display_name {
             validate_display_name(name).map_err(ParseError::Invalid)?;
         }
+        for prefix in &config.discovery.prefixes {
+            prefix
+                .parse::<Ipv4Prefix>()
+                .map_err(|e| ParseError::Syntax(format!("[discovery] prefixes: {e}")))?;
+        }
         if let Some(ram) = &config.sharing.ram {
             parse_size(ram).map_err(|e| ParseError::Syntax(format!("[sharing] ram: {e}")))?;
         }
         Ok(config)
+    }
+
+    /// Where discovery looks; `interface` (from the command line) is added to the pinned ones.
+    #[must_use]
+    pub fn scope(&self, interface: Option<&str>) -> Scope {
+        let mut interfaces = self.discovery.interfaces.clone();
+        interfaces.extend(interface.map(str::to_owned));
+        // Already checked by `parse`.
+        let prefixes = self
+            .discovery
+            .prefixes
+            .iter()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        Scope::new(interfaces, prefixes)
     }
 
     /// The policy of a machine that has never been configured by its owner.
@@ -192,6 +229,18 @@ mod tests {
         let text = "display_name = \"B12-03\"\n[sharing]\nenabled = false\ncpu_percent = 80\nram = \"4G\"\ngpu_percent = 100\n[journal]\nmax_events = 50\n";
         let config = Config::parse(text).ok().unwrap();
         assert_eq!(config.journal.max_events, 50);
+        assert_eq!(config.scope(None), Scope::default());
+        let pinned = Config::parse("[discovery]\ninterfaces = [\"enp3s0\"]\nprefixes = [\"10.12.0.0/16\"]")
+            .ok()
+            .unwrap()
+            .scope(Some("eth1"));
+        assert_eq!(
+            pinned,
+            Scope::new(
+                vec!["enp3s0".into(), "eth1".into()],
+                vec!["10.12.0.0/16".parse().unwrap()]
+            )
+        );
         let policy = config.initial_policy(16 * GIB, "ignored").unwrap();
         assert_eq!(policy.display_name, "B12-03");
         assert!(!policy.enabled);
@@ -212,6 +261,8 @@ mod tests {
             ("[sharing]\ncpu_percent = \"lots\"", "invalid type"),
             ("[sharing]\nram = \"2 elephants\"", "not a size"),
             ("display_name = \"\"", "must not be empty"),
+            ("[discovery]\nprefixes = [\"10.0.0.0\"]", "not an IPv4 prefix"),
+            ("[discovery]\nvpn = true", "unknown field"),
         ];
         for (text, expected) in cases {
             let message = match Config::parse(text) {

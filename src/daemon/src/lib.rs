@@ -13,6 +13,7 @@ pub mod auth;
 pub mod config;
 pub mod discovery;
 pub mod error;
+pub mod fleet;
 pub mod journal;
 pub mod membership;
 pub mod peer;
@@ -37,6 +38,8 @@ use zbus::fdo::{RequestNameFlags, RequestNameReply};
 use crate::args::Args;
 use crate::config::{Config, ConfigError};
 use crate::discovery::Discovery;
+use crate::fleet::local::{node_state, LocalPublisher};
+use crate::fleet::Fleet;
 use crate::journal::SecurityJournal;
 use crate::membership::Membership;
 use crate::peer::events::Reporter;
@@ -44,7 +47,7 @@ use crate::peer::{PeerContext, Timing};
 use crate::probe::{FakeGpus, GpuBackend, NvmlGpus, Prober, ProcError, ProcFs};
 use crate::room::secrets::SecretsError;
 use crate::room::RoomState;
-use crate::service::{MachineIface, MachineState, RoomIface, SecurityIface, SharingIface};
+use crate::service::{FleetIface, MachineIface, MachineState, RoomIface, SecurityIface, SharingIface};
 use crate::sharing::{ChangeError, SharingStore};
 use crate::store::StoreError;
 
@@ -212,15 +215,28 @@ pub async fn run(args: Args) -> Result<(), StartError> {
 
     let room = Arc::new(RoomState::open(&args.state_dir)?);
     let reporter = Arc::new(Reporter::new(Arc::clone(&journal)));
+    let version = env!("CARGO_PKG_VERSION");
+    let fleet = Arc::new(Fleet::new(
+        room.info().node_id,
+        args.peer_port,
+        node_state(version, &machine.resources(), &store.policy()),
+    ));
+    let local = Arc::new(LocalPublisher {
+        fleet: Arc::clone(&fleet),
+        machine: Arc::clone(&machine),
+        store: Arc::clone(&store),
+        version: version.to_owned(),
+    });
     let peer = Arc::new(PeerContext::new(
         Arc::clone(&room),
         Arc::clone(&reporter),
+        Arc::clone(&fleet),
         Timing::default(),
     ));
     let discovery = if args.no_discovery {
         None
     } else {
-        match Discovery::start(args.peer_port, args.discovery_interface.as_deref()) {
+        match Discovery::start(args.peer_port, config.scope(args.discovery_interface.as_deref())) {
             Ok(discovery) => Some(Arc::new(discovery)),
             Err(error) => {
                 tracing::warn!("{error}; joining needs a member's address (--peer)");
@@ -231,7 +247,7 @@ pub async fn run(args: Args) -> Result<(), StartError> {
     let membership = Arc::new(Membership {
         room: Arc::clone(&room),
         peer: Arc::clone(&peer),
-        discovery,
+        discovery: discovery.clone(),
     });
     membership.announce();
 
@@ -246,6 +262,19 @@ pub async fn run(args: Args) -> Result<(), StartError> {
         })?;
     reporter.signal_on(connection.clone());
     tokio::spawn(peer::server::serve(listener, Arc::clone(&peer)));
+    tokio::spawn(fleet::mesh::run(Arc::clone(&peer), discovery));
+    tokio::spawn(Arc::clone(&local).follow_policy());
+    match connection
+        .object_server()
+        .interface::<_, FleetIface>(OBJECT_PATH)
+        .await
+    {
+        Ok(object) => drop(tokio::spawn(service::fleet::signal_changes(
+            object,
+            Arc::clone(&fleet),
+        ))),
+        Err(error) => tracing::error!(%error, "the Fleet1 object is not served"),
+    }
     let pid_file = args.runtime_dir.join("partagpud.pid");
     if let Err(error) = fs::write(&pid_file, format!("{}\n", std::process::id())) {
         tracing::warn!(%error, path = %pid_file.display(), "cannot write the pid file");
@@ -263,7 +292,7 @@ pub async fn run(args: Args) -> Result<(), StartError> {
         "partagpud ready"
     );
 
-    serve_until_signal(&connection, &machine, &mut prober).await;
+    serve_until_signal(&connection, &machine, &mut prober, &local).await;
     let _ = fs::remove_file(&pid_file);
     tracing::info!("partagpud stopped");
     Ok(())
@@ -291,6 +320,14 @@ async fn connect(
         .map_err(bus_error)?
         .serve_at(OBJECT_PATH, RoomIface::new(Arc::clone(membership)))
         .map_err(bus_error)?
+        .serve_at(
+            OBJECT_PATH,
+            FleetIface::new(
+                Arc::clone(&membership.peer.fleet),
+                membership.room.info().fingerprint,
+            ),
+        )
+        .map_err(bus_error)?
         .build()
         .await
         .map_err(bus_error)?;
@@ -308,7 +345,12 @@ async fn connect(
     }
 }
 
-async fn serve_until_signal(connection: &zbus::Connection, machine: &MachineState, prober: &mut Prober) {
+async fn serve_until_signal(
+    connection: &zbus::Connection,
+    machine: &MachineState,
+    prober: &mut Prober,
+    local: &LocalPublisher,
+) {
     // Looked up once: the object lives as long as the connection.
     let object = match connection
         .object_server()
@@ -334,7 +376,10 @@ async fn serve_until_signal(connection: &zbus::Connection, machine: &MachineStat
         tokio::select! {
             _ = terminate.recv() => break,
             _ = interrupt.recv() => break,
-            _ = ticker.tick() => refresh(&object, machine, prober).await,
+            _ = ticker.tick() => {
+                refresh(&object, machine, prober).await;
+                local.publish();
+            }
         }
     }
 }

@@ -5,17 +5,15 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use partagpu_core::room::{CodeError, Language, RoomCode, RoomId};
 
 use crate::discovery::{Discovery, VisibleRoom};
+use crate::fleet::link::{self, PeerHello};
 use crate::peer::client::{dial, DialError};
+use crate::peer::session::Side;
 use crate::peer::PeerContext;
 use crate::room::{self, ActiveRoom, RoomError, RoomState};
-
-/// How long a join listens for announcements.
-pub const BROWSE_FOR: Duration = Duration::from_secs(3);
 
 /// Where to join.
 #[derive(Debug, Clone, Default)]
@@ -141,6 +139,7 @@ impl Membership {
     pub fn leave(&self) -> Result<bool, MembershipError> {
         let left = self.room.leave()?;
         if left {
+            self.peer.fleet.clear();
             tracing::info!("left the room");
             self.announce();
         }
@@ -153,13 +152,12 @@ impl Membership {
             return Vec::new();
         };
         let own = self.room.current().map(|r| r.room_id);
-        match discovery.browse(BROWSE_FOR).await {
-            Ok(rooms) => rooms.into_iter().filter(|r| Some(r.room_id) != own).collect(),
-            Err(error) => {
-                tracing::warn!(%error, "cannot browse");
-                Vec::new()
-            }
-        }
+        discovery
+            .fresh_rooms()
+            .await
+            .into_iter()
+            .filter(|r| Some(r.room_id) != own)
+            .collect()
     }
 
     /// Joins with a typed code.
@@ -176,12 +174,23 @@ impl Membership {
             match dial(member, &candidate, &self.peer).await {
                 Ok(mut dialled) => {
                     let label = dialled.hello.room.label.clone().unwrap_or(label);
-                    dialled.channel.writer.close("joined").await;
                     let joined = candidate.with_label(label);
-                    room::check_label(&joined.label)?;
+                    if let Err(error) = room::check_label(&joined.label) {
+                        dialled.channel.writer.close("invalid label").await;
+                        return Err(error.into());
+                    }
                     self.room.install(joined.clone())?;
                     tracing::info!(room = %room_id, epoch, via = %member, "joined the room");
                     self.announce();
+                    // The session that proved the code becomes the first member link.
+                    let context = Arc::clone(&self.peer);
+                    tokio::spawn(async move {
+                        let hello = PeerHello {
+                            boot: dialled.hello.boot,
+                            port: dialled.hello.port,
+                        };
+                        link::run(dialled.channel, &context, &dialled.node, Side::Client, hello).await
+                    });
                     return Ok(joined);
                 }
                 // Trying the same wrong code on the next member would only spend guesses.

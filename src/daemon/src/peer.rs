@@ -19,6 +19,7 @@ use std::time::Duration;
 use self::events::Reporter;
 use self::slots::{PreAuthSlots, SlotLimits};
 use self::throttle::{Limits, Throttle};
+use crate::fleet::Fleet;
 use crate::room::RoomState;
 
 /// Deadlines and periods (§6.7, §9); tests shorten them.
@@ -59,6 +60,8 @@ pub struct PeerContext {
     pub reporter: Arc<Reporter>,
     /// Deadlines.
     pub timing: Timing,
+    /// The members and this machine's state.
+    pub fleet: Arc<Fleet>,
     throttle: Mutex<Throttle>,
     slots: PreAuthSlots,
 }
@@ -66,8 +69,15 @@ pub struct PeerContext {
 impl PeerContext {
     /// A context with the spec's limits.
     #[must_use]
-    pub fn new(room: Arc<RoomState>, reporter: Arc<Reporter>, timing: Timing) -> Self {
-        Self::with_limits(room, reporter, timing, Limits::default(), SlotLimits::default())
+    pub fn new(room: Arc<RoomState>, reporter: Arc<Reporter>, fleet: Arc<Fleet>, timing: Timing) -> Self {
+        Self::with_limits(
+            room,
+            reporter,
+            fleet,
+            timing,
+            Limits::default(),
+            SlotLimits::default(),
+        )
     }
 
     /// A context with other limits (tests).
@@ -75,6 +85,7 @@ impl PeerContext {
     pub fn with_limits(
         room: Arc<RoomState>,
         reporter: Arc<Reporter>,
+        fleet: Arc<Fleet>,
         timing: Timing,
         limits: Limits,
         slot_limits: SlotLimits,
@@ -83,6 +94,7 @@ impl PeerContext {
             room,
             reporter,
             timing,
+            fleet,
             throttle: Mutex::new(Throttle::new(limits)),
             slots: PreAuthSlots::new(slot_limits),
         }

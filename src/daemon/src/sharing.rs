@@ -40,6 +40,7 @@ pub struct SharingStore {
     path: PathBuf,
     ram_total_bytes: u64,
     policy: Mutex<SharingPolicy>,
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl SharingStore {
@@ -94,6 +95,7 @@ impl SharingStore {
             path,
             ram_total_bytes,
             policy: Mutex::new(policy.clone()),
+            changes: tokio::sync::watch::channel(0).0,
         };
         if save {
             store.save(&policy)?;
@@ -105,6 +107,12 @@ impl SharingStore {
     #[must_use]
     pub fn policy(&self) -> SharingPolicy {
         self.lock().clone()
+    }
+
+    /// Bumped after every change that took effect (the room hears of it at once).
+    #[must_use]
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// The machine's memory, against which RAM limits are checked.
@@ -130,7 +138,12 @@ impl SharingStore {
         if next != *current {
             self.save(&next)?;
         }
+        let changed = next != *current;
         let previous = std::mem::replace(&mut *current, next.clone());
+        drop(current);
+        if changed {
+            self.changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
         Ok((previous, next))
     }
 

@@ -8,12 +8,16 @@ use std::sync::{Arc, Mutex};
 use partagpu_core::ids::{self, actions};
 use partagpu_core::{CpuInfo, GpuProbeStatus, LoadAverage, MemoryInfo, Resources};
 use partagpu_daemon::config::Config;
+use partagpu_daemon::fleet::local::node_state;
+use partagpu_daemon::fleet::Fleet;
 use partagpu_daemon::journal::SecurityJournal;
 use partagpu_daemon::membership::Membership;
 use partagpu_daemon::peer::events::Reporter;
 use partagpu_daemon::peer::{PeerContext, Timing};
 use partagpu_daemon::room::RoomState;
-use partagpu_daemon::service::{MachineIface, MachineState, RoomIface, SecurityIface, SharingIface};
+use partagpu_daemon::service::{
+    FleetIface, MachineIface, MachineState, RoomIface, SecurityIface, SharingIface,
+};
 use partagpu_daemon::sharing::SharingStore;
 use zbus_xml::{ArgDirection, Node};
 
@@ -97,11 +101,20 @@ async fn served_interfaces_match_the_contract_file() {
     let store = SharingStore::open(dir.path(), &Config::default(), 8 << 30, "pc").unwrap();
     let journal = SecurityJournal::open(dir.path(), 10).unwrap();
     let machine = MachineState::new("0.0.0".into(), 7655, resources());
+
     let journal = Arc::new(Mutex::new(journal));
     let room = Arc::new(RoomState::open(dir.path()).unwrap());
     let reporter = Arc::new(Reporter::new(Arc::clone(&journal)));
+    let resources = resources();
+    let state = node_state("0.0.0", &resources, &store.policy());
+    let fleet = Arc::new(Fleet::new(room.info().node_id, 7655, state));
     let membership = Membership {
-        peer: Arc::new(PeerContext::new(Arc::clone(&room), reporter, Timing::default())),
+        peer: Arc::new(PeerContext::new(
+            Arc::clone(&room),
+            reporter,
+            Arc::clone(&fleet),
+            Timing::default(),
+        )),
         room,
         discovery: None,
     };
@@ -119,6 +132,8 @@ async fn served_interfaces_match_the_contract_file() {
         .serve_at(ids::OBJECT_PATH, SecurityIface::new(journal))
         .unwrap()
         .serve_at(ids::OBJECT_PATH, RoomIface::new(Arc::new(membership)))
+        .unwrap()
+        .serve_at(ids::OBJECT_PATH, FleetIface::new(fleet, String::new()))
         .unwrap()
         .build();
     let client = zbus::connection::Builder::unix_stream(client_stream)
@@ -164,6 +179,7 @@ fn the_contract_file_names_the_interfaces_of_core_ids() {
         ids::SECURITY_INTERFACE,
         ids::SHARING_INTERFACE,
         ids::ROOM_INTERFACE,
+        ids::FLEET_INTERFACE,
     ]
     .map(String::from);
     expected.sort();

@@ -126,6 +126,10 @@ async fn established(server: &Machine, code: partagpu_core::room::RoomCode) -> R
         .unwrap();
     client.send_raw(&hello).await;
     assert_eq!(client.recv().await.unwrap().record_type, RecordType::Hello);
+    // A member link starts with the server's state (§7.5); nothing else comes unasked.
+    let state = client.recv().await.unwrap();
+    assert_eq!(state.record_type, RecordType::Request);
+    assert!(state.body.starts_with(br#"{"op":"fleet.state""#));
     client
 }
 

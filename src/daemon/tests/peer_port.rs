@@ -114,6 +114,26 @@ async fn ping_key_update_and_rotation_on_an_open_session() {
     assert_eq!(reply.record_type, RecordType::Hello);
     let reply: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
     assert_eq!(reply["room"]["label"], "Salle B12");
+    assert_eq!(reply["boot"], server.context.fleet.boot());
+    // Then the server's state, which a peer without a fleet may refuse.
+    let state = client.recv().await.unwrap();
+    assert_eq!(state.record_type, RecordType::Request);
+    let refusal = client
+        .session
+        .seal(RecordType::Response, br#"{"error":"unknown-request"}"#)
+        .unwrap();
+    client.send_raw(&refusal).await;
+    // A request of ours that the server does not know gets its id back.
+    let unknown = br#"{"op":"job.submit","id":41}"#;
+    let request = client.session.seal(RecordType::Request, unknown).unwrap();
+    client.send_raw(&request).await;
+    let answer = client.recv().await.unwrap();
+    assert_eq!(answer.record_type, RecordType::Response);
+    let answer: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(
+        (answer["id"].as_u64(), answer["error"].as_str()),
+        (Some(41), Some("unknown-request"))
+    );
     for _ in 0..2 {
         let ping = client.session.seal(RecordType::Ping, &[]).unwrap();
         client.send_raw(&ping).await;

@@ -124,7 +124,8 @@ pub async fn dial(addr: SocketAddr, room: &ActiveRoom, context: &PeerContext) ->
     context
         .throttle()
         .record_success(addr.ip(), std::time::Instant::now());
-    let hello = serde_json::to_vec(&ClientHelloBody::control()).unwrap_or_default();
+    let hello = ClientHelloBody::control(context.fleet.boot(), context.fleet.port());
+    let hello = serde_json::to_vec(&hello).unwrap_or_default();
     channel
         .writer
         .send(RecordType::Hello, &hello)

@@ -19,6 +19,12 @@ pub struct ClientHelloBody {
     /// Optional features (none yet).
     #[serde(default)]
     pub caps: Vec<String>,
+    /// The sender's boot id (§7.5); absent from peers that keep no fleet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<String>,
+    /// The sender's peer port, so the other side can dial back (§7.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }
 
 /// The room's public facts, as the server tells a member.
@@ -42,16 +48,24 @@ pub struct ServerHelloBody {
     pub caps: Vec<String>,
     /// Room facts.
     pub room: RoomFacts,
+    /// The server's boot id (§7.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<String>,
+    /// The server's peer port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }
 
 impl ClientHelloBody {
-    /// A control connection's HELLO.
+    /// A control connection's HELLO from a machine with boot id `boot` listening on `port`.
     #[must_use]
-    pub fn control() -> Self {
+    pub fn control(boot: &str, port: u16) -> Self {
         Self {
             purpose: PURPOSE_CONTROL.to_owned(),
             versions: vec![VERSION],
             caps: Vec::new(),
+            boot: Some(boot.to_owned()),
+            port: Some(port),
         }
     }
 }
@@ -106,8 +120,11 @@ mod tests {
 
     #[test]
     fn hellos_are_checked() {
-        let good = serde_json::to_vec(&ClientHelloBody::control()).unwrap();
-        assert_eq!(parse_client_hello(&good).unwrap().purpose, "control");
+        let good = serde_json::to_vec(&ClientHelloBody::control("00ff", 7655)).unwrap();
+        let hello = parse_client_hello(&good).unwrap();
+        assert_eq!((hello.purpose.as_str(), hello.port), ("control", Some(7655)));
+        let bare = parse_client_hello(br#"{"purpose":"control","versions":[1]}"#).unwrap();
+        assert_eq!((bare.boot, bare.port), (None, None), "peers without a fleet");
         assert_eq!(
             parse_client_hello(br#"{"purpose":"control","versions":[2]}"#),
             Err(HelloBodyError::NoCommonVersion)

@@ -175,6 +175,11 @@ pub const ROOM_CHANGED: &str = "the room's code changed";
 pub fn control_record_allowed(record_type: RecordType) -> bool {
     matches!(
         record_type,
-        RecordType::Ping | RecordType::Pong | RecordType::KeyUpdate | RecordType::Close | RecordType::Request
+        RecordType::Ping
+            | RecordType::Pong
+            | RecordType::KeyUpdate
+            | RecordType::Close
+            | RecordType::Request
+            | RecordType::Response
     )
 }

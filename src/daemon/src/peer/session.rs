@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 //! An authenticated session: node authentication and pinning (PGR/1 §5, §7.3), then the
-//! control loop (HELLO, PING/PONG, KEY_UPDATE, CLOSE; §6.6, §6.7).
+//! server's HELLO before the member link takes over (§7.3, §7.5).
 
 use partagpu_core::journal::Severity;
 use partagpu_core::protocol::{RecordError, RecordType, VerifiedNode};
 use partagpu_core::room::fingerprint;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::control::{parse_client_hello, RoomFacts, ServerHelloBody, VERSION};
 use super::events::kinds;
-use super::server::{control_record_allowed, ROOM_CHANGED};
-use super::wire::{Channel, Reader, WireError};
+use super::wire::{Channel, WireError};
 use super::{now_ms, PeerContext};
+use crate::fleet::link::{self, PeerHello};
 use crate::room::PinOutcome;
 
 /// Which end this machine is.
@@ -147,54 +146,35 @@ pub async fn authenticate(
     Ok(node)
 }
 
-fn spawn_reader(
-    mut reader: Reader,
-    silence: std::time::Duration,
-) -> mpsc::Receiver<Result<RecordType, WireError>> {
-    let (sender, receiver) = mpsc::channel(8);
-    tokio::spawn(async move {
-        loop {
-            let result = reader.recv_before(Instant::now() + silence).await;
-            let stop = !matches!(&result, Ok(record) if record.record_type != RecordType::Close);
-            let message = result.map(|r| r.record_type);
-            if sender.send(message).await.is_err() || stop {
-                return;
-            }
-        }
-    });
-    receiver
-}
-
-/// Serves a control session as the server: HELLO first, then liveness and key updates, until
-/// CLOSE, silence, the room changing, or the session's end of life.
+/// Serves a control session as the server: the client's HELLO first, then the member link
+/// ([`crate::fleet::link`]) until it ends.
 pub async fn run_control(mut channel: Channel, context: &PeerContext, node: &VerifiedNode) {
     let source = channel.peer.ip().to_string();
     let node_id = node.node_id.to_hex();
-    let timing = context.timing;
     let hello = channel
         .reader
-        .recv_before(Instant::now() + timing.dead_after)
+        .recv_before(Instant::now() + context.timing.dead_after)
         .await;
-    let out_of_state = |what: &str| {
-        context.reporter.report(
-            Severity::Warning,
-            kinds::MALFORMED,
-            &source,
-            &node_id,
-            format!("The machine at {source} sent {what}; the connection was closed."),
-        );
-    };
-    match hello {
+    let client = match hello {
         Ok(record) if record.record_type == RecordType::Hello => match parse_client_hello(&record.body) {
-            Ok(_) => {}
+            Ok(hello) => hello,
             Err(error) => {
                 channel.writer.close(&error.to_string()).await;
                 return;
             }
         },
-        Ok(_) => return out_of_state("a record before its HELLO"),
+        Ok(_) => {
+            context.reporter.report(
+                Severity::Warning,
+                kinds::MALFORMED,
+                &source,
+                &node_id,
+                format!("The machine at {source} sent a record before its HELLO; the connection was closed."),
+            );
+            return;
+        }
         Err(error) => return report_wire_error(context, &source, &node_id, &error),
-    }
+    };
     let room = context.room.current();
     let reply = ServerHelloBody {
         purpose: super::control::PURPOSE_CONTROL.to_owned(),
@@ -204,58 +184,17 @@ pub async fn run_control(mut channel: Channel, context: &PeerContext, node: &Ver
             label: room.as_ref().map(|r| r.label.clone()).filter(|l| !l.is_empty()),
             epoch: channel.epoch,
         },
+        boot: Some(context.fleet.boot().to_owned()),
+        port: Some(context.fleet.port()),
     };
     drop(room);
     let body = serde_json::to_vec(&reply).unwrap_or_default();
     if channel.writer.send(RecordType::Hello, &body).await.is_err() {
         return;
     }
-    let mut generation = context.room.subscribe();
-    generation.borrow_and_update();
-    let Channel {
-        reader, mut writer, ..
-    } = channel;
-    let mut records = spawn_reader(reader, timing.dead_after);
-    let ends_at = Instant::now() + timing.max_lifetime;
-    let mut key_since = Instant::now();
-    let mut last_heard = Instant::now();
-    loop {
-        let ping_at = last_heard + timing.ping_after;
-        tokio::select! {
-            _ = generation.changed() => {
-                writer.close(ROOM_CHANGED).await;
-                return;
-            }
-            () = tokio::time::sleep_until(ends_at) => {
-                writer.close("session lifetime reached; reconnect").await;
-                return;
-            }
-            () = tokio::time::sleep_until(ping_at) => {
-                last_heard = Instant::now();
-                if writer.send(RecordType::Ping, &[]).await.is_err() { return; }
-            }
-            received = records.recv() => {
-                last_heard = Instant::now();
-                match received {
-                    None | Some(Ok(RecordType::Close)) => return,
-                    Some(Ok(RecordType::Ping)) => {
-                        if writer.send(RecordType::Pong, &[]).await.is_err() { return; }
-                    }
-                    Some(Ok(RecordType::Request)) => {
-                        let body = br#"{"error":"unknown-request"}"#;
-                        if writer.send(RecordType::Response, body).await.is_err() { return; }
-                    }
-                    Some(Ok(kind)) if control_record_allowed(kind) => {}
-                    Some(Ok(_)) => return out_of_state("a record that has no place in a control session"),
-                    Some(Err(error)) => return report_wire_error(context, &source, &node_id, &error),
-                }
-            }
-        }
-        if key_since.elapsed() >= timing.key_update_after || writer.needs_key_update() {
-            if writer.key_update().await.is_err() {
-                return;
-            }
-            key_since = Instant::now();
-        }
-    }
+    let peer = PeerHello {
+        boot: client.boot,
+        port: client.port,
+    };
+    let _ = link::run(channel, context, node, Side::Server, peer).await;
 }

@@ -7,10 +7,13 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use partagpu_core::fleet::NodeState;
 use partagpu_core::protocol::hello::SERVER_FLIGHT_LEN;
 use partagpu_core::protocol::record::{ciphertext_len, HEADER_LEN};
 use partagpu_core::protocol::{ClientHandshake, NodeIdentity, Record, Session};
 use partagpu_core::room::{Language, RoomCode};
+use partagpu_core::{CpuInfo, GpuProbeStatus, LoadAverage, MemoryInfo, SharingState};
+use partagpu_daemon::fleet::Fleet;
 use partagpu_daemon::journal::SecurityJournal;
 use partagpu_daemon::peer::events::Reporter;
 use partagpu_daemon::peer::slots::SlotLimits;
@@ -27,6 +30,28 @@ pub fn test_timing() -> Timing {
         client_hello: Duration::from_millis(400),
         handshake: Duration::from_secs(3),
         ..Timing::default()
+    }
+}
+
+/// A small machine's state named `name`.
+pub fn node_state(name: &str) -> NodeState {
+    NodeState {
+        name: name.into(),
+        version: "0.1.0".into(),
+        sharing: SharingState::Sharing,
+        limits: partagpu_core::Limits::default_for(4 << 30),
+        cpu: CpuInfo {
+            model: "Test CPU".into(),
+            cores: 2,
+            usage_percent: 3.0,
+        },
+        memory: MemoryInfo {
+            total_bytes: 4 << 30,
+            available_bytes: 3 << 30,
+        },
+        load: LoadAverage::default(),
+        gpus: Vec::new(),
+        gpu_probe: GpuProbeStatus::Unavailable("no NVML in tests".into()),
     }
 }
 
@@ -48,9 +73,11 @@ impl Machine {
         let room = Arc::new(RoomState::open(dir.path()).unwrap());
         let journal = Arc::new(Mutex::new(SecurityJournal::open(dir.path(), 1000).unwrap()));
         let reporter = Arc::new(Reporter::new(Arc::clone(&journal)));
+        let fleet = Arc::new(Fleet::new(room.info().node_id, 0, node_state("pc")));
         let context = Arc::new(PeerContext::with_limits(
             Arc::clone(&room),
             reporter,
+            fleet,
             test_timing(),
             Limits::default(),
             slots,

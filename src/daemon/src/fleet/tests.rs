@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+use std::net::SocketAddr;
+
+use partagpu_core::fleet::NodeState;
+use partagpu_core::protocol::{NodeIdentity, VerifiedNode};
+use partagpu_core::{CpuInfo, GpuProbeStatus, Limits, LoadAverage, MemoryInfo, SharingState};
+
+use super::*;
+
+fn state(name: &str) -> NodeState {
+    NodeState {
+        name: name.into(),
+        version: "0.1.0".into(),
+        sharing: SharingState::Sharing,
+        limits: Limits::default_for(1 << 30),
+        cpu: CpuInfo {
+            model: String::new(),
+            cores: 2,
+            usage_percent: 1.0,
+        },
+        memory: MemoryInfo {
+            total_bytes: 1 << 30,
+            available_bytes: 1 << 29,
+        },
+        load: LoadAverage::default(),
+        gpus: Vec::new(),
+        gpu_probe: GpuProbeStatus::Unavailable("no NVML".into()),
+    }
+}
+
+fn node(seed: u8) -> VerifiedNode {
+    let identity = NodeIdentity::from_seed(&[seed; 32]);
+    VerifiedNode {
+        node_id: identity.node_id(),
+        public_key: identity.public_key(),
+    }
+}
+
+/// Two fleets, `low` with the smaller node id.
+fn pair() -> (Fleet, VerifiedNode, Fleet, VerifiedNode) {
+    let (a, b) = (node(1), node(2));
+    let (low, high) = if a.node_id.to_hex() < b.node_id.to_hex() {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    let fleet = |n: &VerifiedNode| Fleet::new(n.node_id.to_hex(), 7655, state("pc"));
+    (fleet(&low), low, fleet(&high), high)
+}
+
+fn addr(last: u8) -> SocketAddr {
+    SocketAddr::from(([10, 98, 0, last], 40000))
+}
+
+#[test]
+fn simultaneous_dials_keep_the_same_link_on_both_sides() {
+    let (low_fleet, low, high_fleet, high) = pair();
+    // Each side registers its outgoing link first, then the incoming one.
+    let (_, mut low_out) = low_fleet
+        .register(&high, Side::Client, addr(2), "b1", None)
+        .unwrap();
+    assert_eq!(
+        low_fleet
+            .register(&high, Side::Server, addr(2), "b1", Some(7655))
+            .unwrap_err(),
+        Refused::Duplicate,
+        "the low side keeps the link it dialled"
+    );
+    let (_, mut high_out) = high_fleet
+        .register(&low, Side::Client, addr(1), "a1", None)
+        .unwrap();
+    let (_, _high_in) = high_fleet
+        .register(&low, Side::Server, addr(1), "a1", Some(7655))
+        .unwrap();
+    assert_eq!(
+        high_out.try_recv(),
+        Ok("duplicate session"),
+        "the high side drops its own"
+    );
+    assert!(low_out.try_recv().is_err(), "still open");
+}
+
+#[test]
+fn a_restarted_peer_replaces_its_dead_link() {
+    let (fleet, _, _, peer) = pair();
+    let (old, mut old_close) = fleet
+        .register(&peer, Side::Server, addr(2), "boot-1", Some(7655))
+        .unwrap();
+    let (new, _) = fleet
+        .register(&peer, Side::Server, addr(2), "boot-2", Some(7655))
+        .unwrap();
+    assert_eq!(old_close.try_recv(), Ok("replaced by a newer session"));
+    // The old link's end must not turn the member offline.
+    fleet.unregister(&old);
+    assert!(fleet.members()[0].online);
+    assert!(fleet.links_to(SocketAddr::from(([10, 98, 0, 2], 7655))));
+    fleet.update(&old, state("stale"));
+    assert_eq!(fleet.members()[0].state, None, "only the current link reports");
+    fleet.update(&new, state("pc-02"));
+    assert_eq!(fleet.members()[0].state.as_ref().unwrap().name, "pc-02");
+    fleet.unregister(&new);
+    let member = &fleet.members()[0];
+    assert!(
+        !member.online && member.state.is_some(),
+        "offline, last state kept"
+    );
+}
+
+#[test]
+fn itself_is_refused_and_clear_closes_every_link() {
+    let (fleet, own, _, peer) = pair();
+    assert_eq!(
+        fleet
+            .register(&own, Side::Client, addr(1), "x", None)
+            .unwrap_err(),
+        Refused::Itself
+    );
+    let (_, mut close) = fleet.register(&peer, Side::Client, addr(2), "b", None).unwrap();
+    let mut revisions = fleet.subscribe();
+    revisions.borrow_and_update();
+    fleet.clear();
+    assert_eq!(close.try_recv(), Ok("this machine left the room"));
+    assert!(fleet.members().is_empty());
+    assert!(revisions.has_changed().unwrap());
+}
+
+#[test]
+fn local_changes_are_published_once() {
+    let (fleet, ..) = pair();
+    let mut local = fleet.subscribe_local();
+    local.borrow_and_update();
+    fleet.publish_local(state("pc"));
+    assert!(!local.has_changed().unwrap(), "same state, nothing to send");
+    let mut paused = state("pc");
+    paused.sharing = SharingState::Paused;
+    fleet.publish_local(paused);
+    assert!(local.has_changed().unwrap());
+    assert_eq!(fleet.local().sharing, SharingState::Paused);
+}
