@@ -1,9 +1,53 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """PartaGPU, the Python side: pooling lab machines for PyTorch training.
 
-For now this package holds :mod:`partagpu.pgr`, an implementation of PGR/1, the encrypted
-peer protocol specified in ``docs/protocol.md``, independent of the Rust one in ``src/core``
-and checked against the same known-answer vectors.
+* :func:`discover` lists the machines of the room as the local service (partagpud) sees
+  them, as :class:`Peer` objects (with their :class:`Gpu` list and :class:`Limits`), over
+  the system D-Bus. ``python -m partagpu peers`` prints the same as a table or JSON.
+* :mod:`partagpu.pgr` implements PGR/1, the encrypted peer protocol specified in
+  ``docs/protocol.md``, independent of the Rust one in ``src/core`` and checked against the
+  same known-answer vectors.
+
+``import partagpu`` stays cheap: the D-Bus client (and jeepney) is imported the first time
+one of the names below is used, and no bus is contacted before :func:`discover` is called.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+# Public name → module that defines it, imported on first use (PEP 562).
+_LAZY_EXPORTS = {
+    "discover": "partagpu.fleet",
+    "read_fleet": "partagpu.fleet",
+    "Fleet": "partagpu.fleet",
+    "Peer": "partagpu.peers",
+    "Gpu": "partagpu.peers",
+    "Limits": "partagpu.peers",
+    "PartaGPUError": "partagpu.errors",
+    "ServiceUnavailableError": "partagpu.errors",
+    "ServiceError": "partagpu.errors",
+}
+
+__all__ = ["__version__", *_LAZY_EXPORTS]
+
+if TYPE_CHECKING:
+    from partagpu.errors import PartaGPUError, ServiceError, ServiceUnavailableError
+    from partagpu.fleet import Fleet, discover, read_fleet
+    from partagpu.peers import Gpu, Limits, Peer
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'partagpu' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

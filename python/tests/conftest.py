@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Shared helpers: where the repository's vectors and word lists are, fixed randomness."""
+"""Shared helpers: where the repository's vectors and word lists are, fixed randomness, a
+private system bus."""
 
 from __future__ import annotations
 
@@ -27,3 +28,16 @@ def fixed_entropy(byte: int):
 @pytest.fixture
 def vectors():
     return load_cases
+
+
+@pytest.fixture
+def system_bus(monkeypatch):
+    """A private dbus-daemon, made this process's system bus through
+    DBUS_SYSTEM_BUS_ADDRESS (which subprocesses inherit); yields its address."""
+    from fake_partagpud import DBUS_DAEMON, private_bus
+
+    if DBUS_DAEMON is None:
+        pytest.skip("dbus-daemon is not installed (Debian package dbus)")
+    with private_bus() as address:
+        monkeypatch.setenv("DBUS_SYSTEM_BUS_ADDRESS", address)
+        yield address

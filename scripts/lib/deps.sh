@@ -70,5 +70,10 @@ ensure_venv() {
         "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" >&2
         echo "$stamp" >"$venv/.requirements"
     fi
+    # This checkout's python/ on the venv's path, so `import partagpu` works from anywhere
+    # (rewritten every time: the venv outlives clones).
+    local site
+    site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    echo "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../python" && pwd)" >"$site/partagpu-checkout.pth"
     echo "$venv/bin/python"
 }

@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""``python -m partagpu``: the command line of the Python package.
+
+* ``peers [--json] [--timeout S]``: the machines of the room as the local partagpud sees
+  them, as a table or as one JSON document (the shape of ``partagpuctl peers --json``).
+
+(``python -m partagpu.pgr`` is the separate PGR/1 test peer.) Exit status: 0 on success,
+1 on any error, with one line on stderr saying what went wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+
+from partagpu.errors import PartaGPUError
+from partagpu.fleet import Fleet, read_fleet
+from partagpu.peers import Peer, format_bytes, plural
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+
+TABLE_COLUMNS = ("NAME", "STATE", "CPU", "RAM", "GPU", "LENDS", "ADDRESS", "ONLINE")
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        # One exit status for every failure, usage mistakes included (argparse uses 2).
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError("a timeout is a number of seconds, above 0 and at most 3600")
+    return value
+
+
+def _ago(moment: datetime, now: datetime) -> str:
+    seconds = max(int((now - moment).total_seconds()), 0)
+    if seconds < 60:
+        return f"{seconds} s ago"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    if seconds < 86400:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} d ago"
+
+
+def _online(peer: Peer, now: datetime) -> str:
+    if peer.local or peer.online:
+        return "yes"
+    if peer.last_seen.timestamp() <= 0:
+        return "no, never seen"
+    return f"no, seen {_ago(peer.last_seen, now)}"
+
+
+def _gpu_summary(peer: Peer) -> str:
+    if not peer.gpus:
+        return "none" if peer.gpu_status == "available" else "unavailable"
+    busy = sum(gpu.utilization_percent for gpu in peer.gpus) / len(peer.gpus)
+    return f"{plural(len(peer.gpus), 'GPU')} {busy:.0f}%"
+
+
+def _memory_summary(peer: Peer) -> str:
+    total = peer.memory_total_bytes
+    if total == 0:
+        return "-"
+    used = max(total - peer.memory_available_bytes, 0)
+    return f"{format_bytes(total)} {100 * used / total:.0f}%"
+
+
+def table_row(peer: Peer, now: datetime) -> tuple[str, ...]:
+    """One line of the table: sizes with how busy they are, what the machine lends."""
+    return (
+        f"{peer.name or peer.node_id} (this machine)" if peer.local else peer.name or peer.node_id,
+        peer.state,
+        f"{plural(peer.cpu_cores, 'CPU')} {peer.cpu_usage_percent:.0f}%",
+        _memory_summary(peer),
+        _gpu_summary(peer),
+        peer.limits.describe(),
+        peer.address or "-",
+        _online(peer, now),
+    )
+
+
+def format_fleet(fleet: Fleet, now: datetime) -> str:
+    """The human output of ``peers``: a header, the table, then what is not a member."""
+    if fleet.room is None:
+        lines = ["Not in a room: only this machine is listed."]
+    else:
+        label = f"{fleet.room.label!r} " if fleet.room.label else ""
+        lines = [f"Room {label}({fleet.room.room_id}), {plural(len(fleet.members), 'machine')}"]
+    rows = [TABLE_COLUMNS, *(table_row(peer, now) for peer in fleet.members)]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(TABLE_COLUMNS))]
+    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+              for row in rows]
+    for announcement in fleet.unverified:
+        lines.append(f"Not verified: {announcement.address} ({announcement.problem})")
+    for room in fleet.other_rooms:
+        lines.append(f"Other room on the network: {room.label or '(no label)'}, "
+                     f"{plural(room.machines, 'machine')}")
+    if fleet.interfaces:
+        lines.append("Discovery on: " + ", ".join(f"{i.name} {i.address}" for i in fleet.interfaces))
+    return "\n".join(lines)
+
+
+def run_peers(args: argparse.Namespace) -> int:
+    try:
+        fleet = read_fleet(timeout=args.timeout)
+    except PartaGPUError as error:
+        print(f"partagpu peers: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps(fleet.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(format_fleet(fleet, datetime.now(timezone.utc)))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _ArgumentParser(prog="python -m partagpu",
+                             description="PartaGPU from Python: ask the local partagpud.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=_ArgumentParser)
+    peers = commands.add_parser("peers", help="list the machines of the room",
+                                description="List the machines of the room: this one first, "
+                                            "then every verified member.")
+    peers.add_argument("--json", action="store_true",
+                       help="print one JSON document (the shape of partagpuctl peers --json)")
+    peers.add_argument("--timeout", type=_timeout, default=5.0, metavar="S",
+                       help="give up after S seconds without an answer (default 5)")
+    peers.set_defaults(handler=run_peers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

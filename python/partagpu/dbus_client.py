@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A read-only client of partagpud on the system D-Bus, with jeepney (pure Python).
+
+Only ``org.freedesktop.DBus.Properties.Get``/``GetAll`` are used: reading the fleet needs no
+polkit authorisation. The bus address is ``$DBUS_SYSTEM_BUS_ADDRESS`` when set (tests and
+containers point it at a private bus), else the standard system bus socket. Every failure
+becomes a :class:`ServiceUnavailableError` or a :class:`ServiceError` with one sentence.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any
+
+from jeepney import DBusAddress, DBusErrorResponse, HeaderFields, Message, MessageType, Properties
+from jeepney.auth import AuthenticationError
+from jeepney.bus import get_connectable_addresses
+from jeepney.bus_messages import message_bus
+from jeepney.io.blocking import DBusConnection, DBusConnectionBase, Proxy, prep_socket
+from jeepney.io.common import MessageFilters
+
+from partagpu.errors import ServiceError, ServiceUnavailableError
+
+SERVICE_NAME = "org.partagpu.PartaGPU.Daemon"
+OBJECT_PATH = "/org/partagpu/PartaGPU/Daemon"
+FLEET_INTERFACE = f"{SERVICE_NAME}.Fleet1"
+ROOM_INTERFACE = f"{SERVICE_NAME}.Room1"
+SYSTEM_BUS_ENV = "DBUS_SYSTEM_BUS_ADDRESS"
+DEFAULT_SYSTEM_BUS = "unix:path=/var/run/dbus/system_bus_socket"
+
+# The bus answers these when nobody owns the name (and it cannot be activated).
+_NOT_RUNNING_ERRORS = {"org.freedesktop.DBus.Error.ServiceUnknown",
+                       "org.freedesktop.DBus.Error.NameHasNoOwner"}
+# A partagpud that predates an interface or property answers these.
+_TOO_OLD_ERRORS = {"org.freedesktop.DBus.Error.UnknownInterface",
+                   "org.freedesktop.DBus.Error.UnknownProperty",
+                   "org.freedesktop.DBus.Error.UnknownMethod",
+                   "org.freedesktop.DBus.Error.UnknownObject",
+                   "org.freedesktop.DBus.Error.InvalidArgs"}
+
+
+class _DeadlineConnection(DBusConnection):
+    """jeepney's DBusConnection waits for the bus's reply to Hello without a limit; this
+    one bounds it by the caller's timeout, otherwise it is DBusConnection as jeepney 0.9.0
+    (pinned) builds it."""
+
+    def __init__(self, sock: socket.socket, hello_timeout: float) -> None:
+        DBusConnectionBase.__init__(self, sock, enable_fds=False)
+        self._filters = MessageFilters()
+        self.bus_proxy = Proxy(message_bus, self, timeout=hello_timeout)
+        self.unique_name = self.bus_proxy.Hello()[0]
+
+
+class ServiceClient:
+    """One connection to the system bus, used to read partagpud's properties.
+
+    ``timeout`` bounds everything together (connection, authentication and every call), so
+    a hung bus or service cannot block the caller longer. Use it as a context manager.
+    """
+
+    def __init__(self, timeout: float = 5.0) -> None:
+        self._timeout = timeout
+        self._deadline = time.monotonic() + timeout
+        from_env = os.environ.get(SYSTEM_BUS_ENV, "")
+        self._address = from_env or DEFAULT_SYSTEM_BUS
+        # Names the variable in messages, since a stale one is a common cause of trouble.
+        self._bus = (f"the system bus at {self._address} (from {SYSTEM_BUS_ENV})" if from_env
+                     else "the system bus")
+        self._connection = self._connect()
+
+    def __enter__(self) -> ServiceClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def get(self, interface: str, name: str) -> tuple[str, Any]:
+        """One property as (D-Bus signature, value)."""
+        target = DBusAddress(OBJECT_PATH, bus_name=SERVICE_NAME, interface=interface)
+        (value,) = self._call(Properties(target).get(name), f"{_short(interface)}.{name}")
+        return value
+
+    def get_all(self, interface: str) -> dict[str, tuple[str, Any]]:
+        """Every property of an interface: name → (D-Bus signature, value)."""
+        target = DBusAddress(OBJECT_PATH, bus_name=SERVICE_NAME, interface=interface)
+        (values,) = self._call(Properties(target).get_all(), f"the {_short(interface)} properties")
+        return values
+
+    def _remaining(self) -> float:
+        return max(self._deadline - time.monotonic(), 0.0)
+
+    def _connect(self) -> DBusConnection:
+        try:
+            sock = prep_socket(_socket_address(self._address), timeout=self._remaining())
+            try:
+                return _DeadlineConnection(sock, hello_timeout=self._remaining())
+            except BaseException:
+                sock.close()
+                raise
+        except TimeoutError:
+            raise ServiceUnavailableError(
+                f"{_capital(self._bus)} did not answer within {self._timeout:g} s") from None
+        except (OSError, ValueError, AuthenticationError, DBusErrorResponse) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            raise ServiceUnavailableError(f"cannot connect to {self._bus}: {reason}") from None
+
+    def _call(self, message: Message, what: str) -> tuple[Any, ...]:
+        try:
+            reply = self._connection.send_and_get_reply(message, timeout=self._remaining())
+        except TimeoutError:
+            raise ServiceUnavailableError(
+                f"partagpud did not answer within {self._timeout:g} s on {self._bus}") from None
+        except OSError as error:
+            raise ServiceUnavailableError(
+                f"the connection to {self._bus} broke: {error.strerror or error}") from None
+        if reply.header.message_type is not MessageType.error:
+            return reply.body
+        name = reply.header.fields.get(HeaderFields.error_name, "")
+        detail = reply.body[0] if reply.body and isinstance(reply.body[0], str) else ""
+        if name in _NOT_RUNNING_ERRORS:
+            raise ServiceUnavailableError(
+                f"partagpud is not running on this machine: no {SERVICE_NAME} on {self._bus}")
+        if name in _TOO_OLD_ERRORS:
+            raise ServiceError(f"partagpud on this machine does not offer {what}, it may be "
+                               f"older than this package ({name}: {detail})")
+        raise ServiceError(f"partagpud refused to give {what} ({name}: {detail})")
+
+
+def _socket_address(address: str) -> str:
+    """The socket path of the first ``unix:`` address in a D-Bus address list."""
+    try:
+        return next(get_connectable_addresses(address))
+    except ValueError:  # no "transport:" or a part without "="
+        raise ValueError(f"{address!r} is not a D-Bus address") from None
+    except RuntimeError:  # jeepney speaks only unix: (tcp:, launchd:, … are refused)
+        raise ValueError("only unix: addresses are supported") from None
+
+
+def _short(interface: str) -> str:
+    """``Fleet1`` for ``org.partagpu.PartaGPU.Daemon.Fleet1``."""
+    return interface.rpartition(".")[2]
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
