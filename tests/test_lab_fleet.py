@@ -164,3 +164,78 @@ def test_a_stopped_service_turns_offline_and_returns(fleet_lab):
     finally:
         os.kill(pid, signal.SIGCONT)
     wait_until("machine 2 back", lambda: online(1, "lab-2"), timeout=10)
+
+
+def salle_a_machines_seen_by_4():
+    rooms = {r["label"]: r["machines"] for r in peers(4)["other_rooms"]}
+    return rooms.get("Salle A")
+
+
+def test_interfaces_are_filtered_and_can_be_pinned(fleet_lab):
+    wait_until("machine 4 sees room A's three machines", lambda: salle_a_machines_seen_by_4() == 3, timeout=10)
+    ns = "pglab-1"
+    # A container network inside machine 1 (a veth pair: the kernel here has no dummy links).
+    run(["ip", "-n", ns, "link", "add", "docker0", "type", "veth", "peer", "name", "docker0-peer"], check=True)
+    try:
+        run(["ip", "-n", ns, "addr", "add", "172.31.0.1/24", "dev", "docker0"], check=True)
+        for link in ("docker0", "docker0-peer"):
+            run(["ip", "-n", ns, "link", "set", link, "up"], check=True)
+        lab_ok("restart", "1")
+        # Automatic: a container bridge is not the lab's LAN.
+        wait_until("machine 1's interfaces",
+                   lambda: peers(1)["interfaces"] == [{"name": "eth0", "address": "10.98.0.1/24"}], timeout=10)
+        wait_until("machine 1 linked again", lambda: online(1, "lab-2") and online(1, "lab-3"), timeout=10)
+
+        # Pinned to docker0: machine 1 no longer announces on the lab's network.
+        set_config(1, '[discovery]\ninterfaces = ["docker0"]\n')
+        lab_ok("restart", "1")
+        wait_until("machine 1 on docker0 only",
+                   lambda: peers(1)["interfaces"] == [{"name": "docker0", "address": "172.31.0.1/24"}],
+                   timeout=10)
+        wait_until("room A without machine 1's announcement", lambda: salle_a_machines_seen_by_4() == 2,
+                   timeout=15)
+    finally:
+        set_config(1, "")
+        run(["ip", "-n", ns, "link", "del", "docker0"])
+        lab_ok("restart", "1")
+    wait_until("machine 1 announced again", lambda: salle_a_machines_seen_by_4() == 3, timeout=15)
+    wait_until("machine 1 linked again", lambda: online(1, "lab-2") and online(1, "lab-3"), timeout=10)
+
+
+def test_a_flood_of_forged_announcements_leaves_the_room_working(fleet_lab):
+    wait_until("the room linked", lambda: online(1, "lab-2") and online(1, "lab-3"), timeout=10)
+    room_id = peers(1)["room"]["room_id"]
+    forge = [sys.executable, str(FORGE), "--source", "10.98.0.4", "--address-range", "10.98.0.100-10.98.0.250"]
+    # Thousands of made-up rooms, then room A's id at addresses where nothing listens.
+    flood = subprocess.Popen(
+        ["scripts/virtual-lab", "exec", "4", "--", *forge, "--count", "4000", "--seconds", "10"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while flood.poll() is None:
+            for machine, other in ((1, "lab-2"), (2, "lab-3"), (3, "lab-1")):
+                assert online(machine, other), f"machine {machine} lost {other} during the flood"
+            time.sleep(1)
+    finally:
+        flood.kill()
+        out, err = flood.communicate()
+    assert flood.returncode == 0, err
+    assert json.loads(out.splitlines()[-1])["sent_instances"] == 4000
+    ours = on(4, *forge, "--count", "300", "--seconds", "3", "--room-id", room_id, "--epoch", "0",
+              timeout=60)
+    assert ours.returncode == 0, ours.stderr
+    time.sleep(1)
+
+    view = peers(1)
+    assert len(view["other_rooms"]) <= 256, "the table is capped"
+    assert sum(r["machines"] for r in view["other_rooms"]) <= 256 * 4
+    assert len(view["unverified"]) <= 256 * 4
+    assert sorted(m["name"] for m in view["members"]) == ["lab-1", "lab-2", "lab-3"], "no forged member"
+    # The forged room-A addresses are dialled with backoff, and say why they are not members.
+    problems = {u["address"]: u["problem"] for u in view["unverified"]}
+    forged = [p for a, p in problems.items() if a.startswith("10.98.0.") and int(a.split(".")[3].split(":")[0]) >= 100]
+    assert forged, view["unverified"][:5]
+    # Real members keep working: a pause still crosses the room at once.
+    assert on(3, "partagpuctl", "pause").returncode == 0
+    wait_until("the pause after the flood", lambda: members(1)["lab-3"]["state"] == "paused", timeout=2,
+               interval=0.05)
+    assert on(3, "partagpuctl", "resume").returncode == 0
