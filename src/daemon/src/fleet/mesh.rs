@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use super::link::{self, PeerHello};
 use super::{Refused, Surroundings};
-use crate::discovery::Discovery;
+use crate::discovery::{Discovery, VisibleRoom};
 use crate::peer::client::dial;
 use crate::peer::session::Side;
 use crate::peer::PeerContext;
@@ -81,17 +81,30 @@ struct Candidates {
     surroundings: Surroundings,
 }
 
+/// Rooms other than `own`, as (label, machines), all epochs together.
+fn other_rooms(rooms: &[VisibleRoom], own: Option<RoomId>) -> Vec<(String, u32)> {
+    let mut others: BTreeMap<String, (String, u32)> = BTreeMap::new();
+    for visible in rooms.iter().filter(|r| Some(r.room_id) != own) {
+        let entry = others
+            .entry(visible.room_id.to_hex())
+            .or_insert_with(|| (visible.label.clone(), 0));
+        entry.1 += u32::try_from(visible.members.len()).unwrap_or(u32::MAX);
+    }
+    let mut others: Vec<(String, u32)> = others.into_values().collect();
+    others.sort();
+    others
+}
+
 fn candidates(room: &ActiveRoom, discovery: Option<&Discovery>, context: &PeerContext) -> Candidates {
     let mut dial = Vec::new();
     let mut unverified = BTreeMap::new();
-    let mut others: BTreeMap<String, (String, u32)> = BTreeMap::new();
-    for visible in discovery.map(Discovery::rooms).unwrap_or_default() {
+    let rooms = discovery.map(Discovery::rooms).unwrap_or_default();
+    let other_rooms = other_rooms(&rooms, Some(room.room_id));
+    for visible in rooms {
         if visible.room_id != room.room_id {
-            let entry = others
-                .entry(visible.room_id.to_hex())
-                .or_insert_with(|| (visible.label.clone(), 0));
-            entry.1 += u32::try_from(visible.members.len()).unwrap_or(u32::MAX);
-        } else if visible.epoch != room.epoch {
+            continue;
+        }
+        if visible.epoch != room.epoch {
             // Dialling would spend a guess on a PAKE that cannot succeed.
             for address in visible.members {
                 unverified.insert(
@@ -115,8 +128,6 @@ fn candidates(room: &ActiveRoom, discovery: Option<&Discovery>, context: &PeerCo
     dial.sort();
     dial.dedup();
     dial.retain(|address| !context.fleet.links_to(*address));
-    let mut other_rooms: Vec<(String, u32)> = others.into_values().collect();
-    other_rooms.sort();
     Candidates {
         dial,
         surroundings: Surroundings {
@@ -193,8 +204,10 @@ pub async fn run(context: Arc<PeerContext>, discovery: Option<Arc<Discovery>>) {
             attempts.retain(|_, attempt| attempt.in_flight);
         }
         let Some(room) = room else {
+            let rooms = discovery.as_deref().map(Discovery::rooms).unwrap_or_default();
             context.fleet.set_surroundings(Surroundings {
                 interfaces: interfaces.1.clone(),
+                other_rooms: other_rooms(&rooms, None),
                 ..Surroundings::default()
             });
             continue;
