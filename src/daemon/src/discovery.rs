@@ -133,6 +133,18 @@ impl Discovery {
         }
     }
 
+    /// Stops announcing and waits (up to 1 s) until the goodbye is sent, so the other machines
+    /// forget this one at once rather than when their cache expires (minutes). Called when
+    /// the service stops.
+    pub fn withdraw(&self) {
+        let Some(fullname) = lock(&self.announced).take() else {
+            return;
+        };
+        if let Ok(status) = self.daemon.unregister(&fullname) {
+            let _ = status.recv_timeout(Duration::from_secs(1));
+        }
+    }
+
     /// The rooms announced now, members grouped by room and epoch.
     #[must_use]
     pub fn rooms(&self) -> Vec<VisibleRoom> {

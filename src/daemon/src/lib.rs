@@ -293,6 +293,9 @@ pub async fn run(args: Args) -> Result<(), StartError> {
     );
 
     serve_until_signal(&connection, &machine, &mut prober, &local).await;
+    if let Some(discovery) = &membership.discovery {
+        discovery.withdraw();
+    }
     let _ = fs::remove_file(&pid_file);
     tracing::info!("partagpud stopped");
     Ok(())
