@@ -9,58 +9,13 @@ use std::collections::HashMap;
 use serde::Serialize;
 use zbus::zvariant::{OwnedValue, Value};
 
-use crate::{Client, ClientError};
+use partagpu_core::{CpuInfo, GpuInfo, Limits, MemoryInfo};
 
-/// What a member lends.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct PeerLimits {
-    /// CPU share, percent.
-    pub cpu_percent: u32,
-    /// RAM, bytes.
-    pub ram_bytes: u64,
-    /// GPU share, percent.
-    pub gpu_percent: u32,
-}
-
-/// Processor and its load.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct PeerCpu {
-    /// Model name.
-    pub model: String,
-    /// Logical CPUs.
-    pub cores: u32,
-    /// Busy share, percent.
-    pub usage_percent: f64,
-}
-
-/// Memory.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct PeerMemory {
-    /// Total, bytes.
-    pub total_bytes: u64,
-    /// Available, bytes.
-    pub available_bytes: u64,
-}
-
-/// One GPU of a member.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct PeerGpu {
-    /// NVML index.
-    pub index: u32,
-    /// Name.
-    pub name: String,
-    /// UUID.
-    pub uuid: String,
-    /// Memory, bytes.
-    pub memory_total_bytes: u64,
-    /// Used, bytes.
-    pub memory_used_bytes: u64,
-    /// Utilisation, percent.
-    pub utilization_percent: u32,
-}
+use crate::proxies::WireGpu;
+use crate::{gpu_from_wire, Client, ClientError};
 
 /// A machine of the room (this one included).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Peer {
     /// Node id, 32 hex digits.
     pub node_id: String,
@@ -85,15 +40,15 @@ pub struct Peer {
     /// "sharing", "paused" or "off" ("" before its first state).
     pub state: String,
     /// What it lends.
-    pub limits: PeerLimits,
+    pub limits: Limits,
     /// Processor.
-    pub cpu: PeerCpu,
+    pub cpu: CpuInfo,
     /// Memory.
-    pub memory: PeerMemory,
+    pub memory: MemoryInfo,
     /// Load averages (1, 5, 15 min).
     pub load_average: [f64; 3],
     /// GPUs.
-    pub gpus: Vec<PeerGpu>,
+    pub gpus: Vec<GpuInfo>,
     /// "available" or "unavailable: reason".
     pub gpu_status: String,
 }
@@ -154,7 +109,7 @@ pub fn parse_member(entry: &HashMap<String, OwnedValue>) -> Peer {
     let count = |key| get::<u32>(entry, key).unwrap_or(0);
     let bytes = |key| get::<u64>(entry, key).unwrap_or(0);
     let (one, five, fifteen) = get::<(f64, f64, f64)>(entry, "load_average").unwrap_or_default();
-    let gpus: Vec<(u32, String, String, u64, u64, u32)> = get(entry, "gpus").unwrap_or_default();
+    let gpus: Vec<WireGpu> = get(entry, "gpus").unwrap_or_default();
     Peer {
         node_id: text("node_id"),
         fingerprint: text("fingerprint"),
@@ -167,32 +122,22 @@ pub fn parse_member(entry: &HashMap<String, OwnedValue>) -> Peer {
         updated_ms: Some(bytes("updated")).filter(|t| *t != 0),
         version: text("version"),
         state: text("state"),
-        limits: PeerLimits {
+        limits: Limits {
             cpu_percent: count("cpu_limit"),
             ram_bytes: bytes("ram_limit"),
             gpu_percent: count("gpu_limit"),
         },
-        cpu: PeerCpu {
+        cpu: CpuInfo {
             model: text("cpu_model"),
             cores: count("cpu_cores"),
             usage_percent: get::<f64>(entry, "cpu_usage").unwrap_or(0.0),
         },
-        memory: PeerMemory {
+        memory: MemoryInfo {
             total_bytes: bytes("memory_total"),
             available_bytes: bytes("memory_available"),
         },
         load_average: [one, five, fifteen],
-        gpus: gpus
-            .into_iter()
-            .map(|(index, name, uuid, total, used, util)| PeerGpu {
-                index,
-                name,
-                uuid,
-                memory_total_bytes: total,
-                memory_used_bytes: used,
-                utilization_percent: util,
-            })
-            .collect(),
+        gpus: gpus.into_iter().map(gpu_from_wire).collect(),
         gpu_status: text("gpu_status"),
     }
 }

@@ -24,6 +24,20 @@ pub use fleet::{FleetView, Peer};
 pub use proxies::{Fleet1Proxy, Machine1Proxy, Room1Proxy, Security1Proxy, Sharing1Proxy};
 pub use room::{JoinOptions, RoomInfo, VisibleRoom};
 
+/// A GPU from its bus form (`Machine1.Gpus`, a `Fleet1` member's "gpus").
+pub(crate) fn gpu_from_wire(
+    (index, name, uuid, memory_total_bytes, memory_used_bytes, utilization_percent): proxies::WireGpu,
+) -> GpuInfo {
+    GpuInfo {
+        index,
+        name,
+        uuid,
+        memory_total_bytes,
+        memory_used_bytes,
+        utilization_percent,
+    }
+}
+
 /// A connection to the local `partagpud`.
 #[derive(Clone)]
 pub struct Client {
@@ -139,19 +153,7 @@ impl Client {
     pub async fn resources(&self) -> Result<Resources, ClientError> {
         let m = &self.machine;
         let (one, five, fifteen) = m.load_average().await?;
-        let gpus = m
-            .gpus()
-            .await?
-            .into_iter()
-            .map(|(index, name, uuid, total, used, utilization)| GpuInfo {
-                index,
-                name,
-                uuid,
-                memory_total_bytes: total,
-                memory_used_bytes: used,
-                utilization_percent: utilization,
-            })
-            .collect();
+        let gpus = m.gpus().await?.into_iter().map(gpu_from_wire).collect();
         Ok(Resources {
             cpu: CpuInfo {
                 model: m.cpu_model().await?,

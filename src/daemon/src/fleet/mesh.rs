@@ -78,6 +78,8 @@ impl Attempt {
 /// Where to dial, and what to show for the addresses that are not linked.
 struct Candidates {
     dial: Vec<SocketAddr>,
+    /// Addresses of verified members, online or not (never listed as unverified).
+    known: Vec<SocketAddr>,
     surroundings: Surroundings,
 }
 
@@ -120,16 +122,20 @@ fn candidates(room: &ActiveRoom, discovery: Option<&Discovery>, context: &PeerCo
             dial.extend(visible.members);
         }
     }
-    for member in context.fleet.members() {
-        if let (false, Some(address)) = (member.online, member.address) {
-            dial.push(address);
-        }
-    }
+    let members = context.fleet.members();
+    let linked: Vec<SocketAddr> = members
+        .iter()
+        .filter(|m| m.online)
+        .filter_map(|m| m.address)
+        .collect();
+    let known: Vec<SocketAddr> = members.iter().filter_map(|m| m.address).collect();
+    dial.extend(members.iter().filter(|m| !m.online).filter_map(|m| m.address));
     dial.sort();
     dial.dedup();
-    dial.retain(|address| !context.fleet.links_to(*address));
+    dial.retain(|address| !linked.contains(address));
     Candidates {
         dial,
+        known,
         surroundings: Surroundings {
             unverified,
             other_rooms,
@@ -213,7 +219,6 @@ pub async fn run(context: Arc<PeerContext>, discovery: Option<Arc<Discovery>>) {
             continue;
         };
         let mut found = candidates(&room, discovery.as_deref(), &context);
-        let known: Vec<SocketAddr> = context.fleet.members().iter().filter_map(|m| m.address).collect();
         let mut in_flight = attempts.values().filter(|a| a.in_flight).count();
         for address in &found.dial {
             let attempt = attempts.entry(*address).or_default();
@@ -222,7 +227,7 @@ pub async fn run(context: Arc<PeerContext>, discovery: Option<Arc<Discovery>>) {
                 in_flight += 1;
                 spawn_dial(*address, room.clone(), Arc::clone(&context), done.clone());
             }
-            if !known.contains(address) {
+            if !found.known.contains(address) {
                 let problem = attempt.problem.clone().unwrap_or_else(|| "connecting".into());
                 found.surroundings.unverified.insert(*address, problem);
             }

@@ -10,6 +10,7 @@ use partagpu_core::fleet::NodeState;
 use zbus::object_server::InterfaceRef;
 use zbus::zvariant::{OwnedValue, Value};
 
+use super::machine::wire_gpus;
 use crate::fleet::{Fleet, Member, Revisions};
 use crate::peer::now_ms;
 
@@ -58,22 +59,7 @@ fn put_state(entry: &mut WireMember, state: &NodeState) {
         "load_average",
         (state.load.one, state.load.five, state.load.fifteen),
     );
-    let gpus: Vec<(u32, String, String, u64, u64, u32)> = state
-        .gpus
-        .iter()
-        .map(|g| {
-            let (name, uuid) = (g.name.clone(), g.uuid.clone());
-            (
-                g.index,
-                name,
-                uuid,
-                g.memory_total_bytes,
-                g.memory_used_bytes,
-                g.utilization_percent,
-            )
-        })
-        .collect();
-    put(entry, "gpus", gpus);
+    put(entry, "gpus", wire_gpus(&state.gpus));
     put(entry, "gpu_status", state.gpu_probe.to_wire());
 }
 

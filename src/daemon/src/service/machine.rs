@@ -74,6 +74,24 @@ impl MachineState {
 /// A GPU as it travels on the bus: (index, name, uuid, memory total, memory used, utilisation).
 pub type WireGpu = (u32, String, String, u64, u64, u32);
 
+/// GPUs in their bus form (`Machine1.Gpus`, and each `Fleet1` member's "gpus").
+#[must_use]
+pub fn wire_gpus(gpus: &[partagpu_core::GpuInfo]) -> Vec<WireGpu> {
+    gpus.iter()
+        .map(|g| {
+            let (name, uuid) = (g.name.clone(), g.uuid.clone());
+            (
+                g.index,
+                name,
+                uuid,
+                g.memory_total_bytes,
+                g.memory_used_bytes,
+                g.utilization_percent,
+            )
+        })
+        .collect()
+}
+
 /// The `Machine1` object.
 pub struct MachineIface {
     state: Arc<MachineState>,
@@ -150,22 +168,7 @@ impl MachineIface {
 
     #[zbus(property)]
     fn gpus(&self) -> Vec<WireGpu> {
-        self.state.read(|r| {
-            r.gpus
-                .iter()
-                .map(|g| {
-                    let (name, uuid) = (g.name.clone(), g.uuid.clone());
-                    (
-                        g.index,
-                        name,
-                        uuid,
-                        g.memory_total_bytes,
-                        g.memory_used_bytes,
-                        g.utilization_percent,
-                    )
-                })
-                .collect()
-        })
+        self.state.read(|r| wire_gpus(&r.gpus))
     }
 
     #[zbus(property)]
