@@ -14,6 +14,7 @@
 
 pub mod fleet;
 pub mod ids;
+pub mod job;
 pub mod journal;
 pub mod policy;
 pub mod protocol;

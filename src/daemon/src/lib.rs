@@ -14,6 +14,7 @@ pub mod config;
 pub mod discovery;
 pub mod error;
 pub mod fleet;
+pub mod jobs;
 pub mod journal;
 pub mod membership;
 pub mod peer;

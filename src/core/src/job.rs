@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! Jobs: what a submitter asks for, how a workspace is checked, the states a job goes
+//! through, and how its output and artifacts are made safe to show and send.
+
+pub mod artifacts;
+pub mod logs;
+pub mod spec;
+pub mod state;
+pub mod workspace;
