@@ -7,6 +7,10 @@ lab_cgroup_dirs() {
     local root
     while read -r root; do
         [[ -d $root/$CGROUP_NAME ]] && find "$root/$CGROUP_NAME" -depth -type d
+        # The machines' job subtrees (partagpu.toml [jobs] cgroup_root), should a service
+        # have died without removing them.
+        find "$root" -maxdepth 1 -type d -name "$CGROUP_NAME-m*-jobs" -print0 2>/dev/null |
+            xargs -0 -r -I{} find {} -depth -type d
     done < <(all_cgroup_roots)
     return 0
 }

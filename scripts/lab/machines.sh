@@ -309,7 +309,9 @@ setup_machine_files() {
     local index=$1 m conf
     m=$(machine_dir "$index")
     install -d -m 0755 "$m" "$m/state" "$m/run" "$m/bus"
-    printf 'display_name = "lab-%s"\n' "$index" >"$m/partagpu.toml"
+    # Machines share one kernel: each keeps its job cgroups in its own subtree.
+    printf 'display_name = "lab-%s"\n\n[jobs]\ncgroup_root = "%s-m%s-jobs"\n' \
+        "$index" "$CGROUP_NAME" "$index" >"$m/partagpu.toml"
     conf=$(<"$BUS_TEMPLATE")
     conf=${conf//@SOCKET@/"$(bus_socket "$index")"}
     conf=${conf//@POLICY@/"$BUS_POLICY"}

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 //! Command-line grammar.
 
+use std::path::PathBuf;
+
 use clap::{Parser, Subcommand, ValueEnum};
+use partagpu_core::size::parse_size;
 
 /// Control PartaGPU on this machine: what it lends to the room, pause, status.
 #[derive(Debug, Parser)]
@@ -60,6 +63,97 @@ pub enum Command {
         /// At most this many events (0 = all).
         #[arg(long, value_name = "N", default_value_t = 0)]
         limit: u32,
+    },
+    /// Run a command here or on a member of the room, show its output live, fetch its artifacts.
+    Run(RunArgs),
+    /// List the jobs run here and those submitted from here.
+    Jobs {
+        /// Print the service's JSON array of job records unchanged.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show, follow, cancel one job, or fetch its artifacts again.
+    Job {
+        #[command(subcommand)]
+        command: JobCommand,
+    },
+}
+
+/// `partagpuctl run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Where to run: a member's name or node id (default: this machine).
+    #[arg(long, value_name = "NAME|ID")]
+    pub node: Option<String>,
+    /// Directory sent as the job's working directory (default: an empty one).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Files to bring back, relative to the job's directory, e.g. 'out/*.pt' (repeatable).
+    #[arg(long = "artifact", value_name = "PATTERN")]
+    pub artifacts: Vec<String>,
+    /// Runtime to run in (default: the machine's default).
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+    /// An environment variable for the command (repeatable).
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+    /// CPU time asked for, percent of the machine.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub cpu: Option<u32>,
+    /// Memory asked for, e.g. 2G or 512M.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub ram: Option<u64>,
+    /// GPUs asked for.
+    #[arg(long, value_name = "N")]
+    pub gpus: Option<u32>,
+    /// Longest run: seconds, or e.g. 90s, 30m, 2h, 1h30m.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub time_limit: Option<u64>,
+    /// Where the artifacts are saved.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub output: PathBuf,
+    /// Print the job's handle and return at once.
+    #[arg(long)]
+    pub detach: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `partagpuctl job …`. JOB is a handle or a unique prefix of the job id.
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// Show one job: state, where, resources, artifacts.
+    Show {
+        /// A handle or a unique prefix of the job id.
+        job: String,
+        /// Print the service's JSON record unchanged.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a job's output.
+    Logs {
+        /// A handle or a unique prefix of the job id.
+        job: String,
+        /// Keep printing until the job ends.
+        #[arg(long)]
+        follow: bool,
+        /// Start at this byte of the output.
+        #[arg(long, value_name = "OFFSET", default_value_t = 0)]
+        from: u64,
+    },
+    /// Stop a job.
+    Cancel {
+        /// A handle or a unique prefix of the job id.
+        job: String,
+    },
+    /// Fetch a job's artifacts (again).
+    Fetch {
+        /// A handle or a unique prefix of the job id.
+        job: String,
+        /// Where the artifacts are saved.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        output: PathBuf,
     },
 }
 
@@ -144,6 +238,59 @@ fn parse_percent(text: &str) -> Result<u32, String> {
         .parse()
         .map_err(|_| format!("'{text}' is not a percentage (a whole number, e.g. 50)"))
 }
+
+/// `NAME=VALUE`: a shell-style name, so the variable can be read by the command at all.
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("'{text}' is not NAME=VALUE"))?;
+    let mut chars = name.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(format!(
+            "'{name}' is not a variable name (letters, digits and '_', not starting with a digit)"
+        ));
+    }
+    Ok((name.to_owned(), value.to_owned()))
+}
+
+/// Seconds, or a sequence of number-unit pairs (`s`, `m`, `h`, `d`) such as `1h30m`.
+fn parse_duration(text: &str) -> Result<u64, String> {
+    let bad = || format!("'{text}' is not a duration (seconds, or e.g. 90s, 30m, 2h, 1h30m)");
+    let trimmed = text.trim();
+    if let Ok(seconds) = trimmed.parse::<u64>() {
+        return if seconds == 0 { Err(bad()) } else { Ok(seconds) };
+    }
+    let mut total: u64 = 0;
+    let mut number = String::new();
+    for c in trimmed.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            _ => return Err(bad()),
+        };
+        let value: u64 = number.parse().map_err(|_| bad())?;
+        number.clear();
+        total = value
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+    }
+    if !number.is_empty() || total == 0 {
+        return Err(bad());
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod run_tests;
 
 #[cfg(test)]
 mod tests {

@@ -5,8 +5,10 @@
 //! Every listing takes `--json` and then prints exactly one JSON document on stdout.
 
 mod args;
+mod jobs;
 mod peers;
 mod room;
+mod run;
 mod security_log;
 mod status;
 
@@ -27,7 +29,7 @@ fn main() -> ExitCode {
         .context("cannot start the async runtime")
         .and_then(|rt| rt.block_on(run(args)));
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(status) => ExitCode::from(status),
         Err(error) => {
             // One line: the chain of causes joined, as `anyhow`'s alternate format does.
             eprintln!("partagpuctl: {error:#}");
@@ -36,9 +38,18 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(args: Args) -> Result<()> {
+/// The exit status: 0, or what a job command reports (the job's own status for `run`).
+async fn run(args: Args) -> Result<u8> {
     let client = Client::connect_system().await?;
     match args.command {
+        Command::Run(args) => run::run(&client, args).await,
+        Command::Job { command } => jobs::run(&client, command).await,
+        command => settings(&client, command).await.map(|()| 0),
+    }
+}
+
+async fn settings(client: &Client, command: Command) -> Result<()> {
+    match command {
         Command::Status { json } => status::print(&client.status().await?, json),
         Command::Limits {
             command: LimitsCommand::Show { json },
@@ -86,10 +97,13 @@ async fn run(args: Args) -> Result<()> {
             );
             Ok(())
         }
-        Command::Room { command } => room::run(&client, command).await,
-        Command::Peers { json } => peers::run(&client, json).await,
+        Command::Room { command } => room::run(client, command).await,
+        Command::Peers { json } => peers::run(client, json).await,
         Command::SecurityLog { json, after, limit } => {
             security_log::print(&client.security_events(after, limit).await?, json)
         }
+        Command::Jobs { json } => jobs::list(client, json).await,
+        // Handled by `run`, which needs their exit status.
+        Command::Run(_) | Command::Job { .. } => Ok(()),
     }
 }

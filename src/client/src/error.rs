@@ -36,6 +36,17 @@ pub enum ClientError {
     /// Not in a room.
     #[error("{0}")]
     NotInRoom(String),
+    /// An artifact could not be saved, or did not match its record; nothing was left behind.
+    #[error("artifact '{name}': {problem}")]
+    Artifact {
+        /// Its name in the job record.
+        name: String,
+        /// What went wrong.
+        problem: String,
+    },
+    /// Another refusal of the service, under a newer error name: its message is for humans.
+    #[error("{0}")]
+    Refused(String),
     /// The service answered something this client does not understand (version skew).
     #[error("unexpected answer from partagpud: {0}")]
     Protocol(String),
@@ -80,6 +91,8 @@ impl From<zbus::Error> for ClientError {
             {
                 Self::NotRunning
             }
+            // A name this client does not know yet still carries a sentence for the user.
+            Some(_) if !message.is_empty() => Self::Refused(message),
             _ => Self::Bus(error),
         }
     }

@@ -7,8 +7,10 @@
 
 pub mod error;
 pub mod fleet;
+pub mod jobs;
 pub mod proxies;
 pub mod room;
+pub mod workspace;
 
 use std::collections::HashMap;
 
@@ -21,7 +23,8 @@ use zbus::zvariant::Value;
 
 pub use error::ClientError;
 pub use fleet::{FleetView, Peer};
-pub use proxies::{Fleet1Proxy, Machine1Proxy, Room1Proxy, Security1Proxy, Sharing1Proxy};
+pub use jobs::{Jobs, LogChunk};
+pub use proxies::{Fleet1Proxy, Jobs1Proxy, Machine1Proxy, Room1Proxy, Security1Proxy, Sharing1Proxy};
 pub use room::{JoinOptions, RoomInfo, VisibleRoom};
 
 /// A GPU from its bus form (`Machine1.Gpus`, a `Fleet1` member's "gpus").
@@ -47,6 +50,7 @@ pub struct Client {
     security: Security1Proxy<'static>,
     room: Room1Proxy<'static>,
     fleet: Fleet1Proxy<'static>,
+    jobs: Jobs1Proxy<'static>,
 }
 
 impl Client {
@@ -87,6 +91,10 @@ impl Client {
             .cache_properties(no_cache)
             .build()
             .await?;
+        let jobs = Jobs1Proxy::builder(&connection)
+            .cache_properties(no_cache)
+            .build()
+            .await?;
         Ok(Self {
             connection,
             machine,
@@ -94,6 +102,7 @@ impl Client {
             security,
             room,
             fleet,
+            jobs,
         })
     }
 

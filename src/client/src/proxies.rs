@@ -178,3 +178,27 @@ pub trait Fleet1 {
     #[zbus(property)]
     fn interfaces(&self) -> zbus::Result<Vec<(String, String)>>;
 }
+
+/// `org.partagpu.PartaGPU.Daemon.Jobs1`. Records travel as JSON text (docs/jobs.md).
+#[proxy(
+    interface = "org.partagpu.PartaGPU.Daemon.Jobs1",
+    default_service = "org.partagpu.PartaGPU.Daemon",
+    default_path = "/org/partagpu/PartaGPU/Daemon"
+)]
+pub trait Jobs1 {
+    /// Submits a JSON JobSpec with its workspace tar to `node` ("" = here); returns the handle.
+    fn submit(&self, spec: &str, workspace: &[u8], node: &str) -> zbus::Result<String>;
+    /// Every job known here, newest first: a JSON array of records.
+    fn list(&self) -> zbus::Result<String>;
+    /// One JSON record; `job` is a handle or a unique id prefix.
+    fn show(&self, job: &str) -> zbus::Result<String>;
+    /// Output from `offset`, at most `max` bytes: (data, next offset, complete).
+    fn logs(&self, job: &str, offset: u64, max: u32) -> zbus::Result<(Vec<u8>, u64, bool)>;
+    /// Cancels a job.
+    fn cancel(&self, job: &str) -> zbus::Result<()>;
+    /// A read-only descriptor of a collected artifact.
+    fn open_artifact(&self, job: &str, name: &str) -> zbus::Result<zbus::zvariant::OwnedFd>;
+    /// A job changed state, or its output grew.
+    #[zbus(signal)]
+    fn job_changed(&self, job: &str, state: &str) -> zbus::Result<()>;
+}

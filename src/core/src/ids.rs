@@ -27,6 +27,9 @@ pub const ROOM_INTERFACE: &str = "org.partagpu.PartaGPU.Daemon.Room1";
 /// The machines of the room, live.
 pub const FLEET_INTERFACE: &str = "org.partagpu.PartaGPU.Daemon.Fleet1";
 
+/// Jobs run here and jobs submitted from here.
+pub const JOBS_INTERFACE: &str = "org.partagpu.PartaGPU.Daemon.Jobs1";
+
 /// Prefix of the stable D-Bus error names (`<prefix>.NotAuthorized`, …).
 pub const ERROR_PREFIX: &str = "org.partagpu.PartaGPU.Daemon.Error";
 
@@ -49,6 +52,20 @@ pub mod actions {
     /// Show the current room code again.
     pub const REVEAL_CODE: &str = "org.partagpu.PartaGPU.Daemon.reveal-code";
 
+    /// Submit a job (to this machine or a member of the room).
+    pub const SUBMIT_JOB: &str = "org.partagpu.PartaGPU.Daemon.submit-job";
+    /// Cancel a job someone else submitted (the owner taking the machine back from one job).
+    pub const MANAGE_JOBS: &str = "org.partagpu.PartaGPU.Daemon.manage-jobs";
+
     /// Every action, for the consistency test with `polkit/*.policy`.
-    pub const ALL: &[&str] = &[PAUSE, SET_SHARING, SET_LIMITS, SET_NAME, MANAGE_ROOM, REVEAL_CODE];
+    pub const ALL: &[&str] = &[
+        PAUSE,
+        SET_SHARING,
+        SET_LIMITS,
+        SET_NAME,
+        MANAGE_ROOM,
+        REVEAL_CODE,
+        SUBMIT_JOB,
+        MANAGE_JOBS,
+    ];
 }

@@ -4,6 +4,8 @@
 
 pub mod artifacts;
 pub mod logs;
+pub mod record;
 pub mod spec;
 pub mod state;
+pub mod wire;
 pub mod workspace;

@@ -27,8 +27,26 @@ fn describe(action: &str) -> &'static str {
         actions::SET_NAME => "rename this machine",
         actions::MANAGE_ROOM => "create, join or leave a room, or change its code",
         actions::REVEAL_CODE => "see the room code",
+        actions::SUBMIT_JOB => "run a job on the machines of the room",
+        actions::MANAGE_JOBS => "stop a job you did not submit",
         _ => "do this",
     }
+}
+
+/// The uid of the process that sent `header`, as the bus daemon knows it.
+///
+/// # Errors
+/// [`BusError::NotAuthorized`] when the bus cannot say.
+pub async fn caller_uid(connection: &Connection, header: &Header<'_>) -> Result<u32, BusError> {
+    let unknown = |why: String| BusError::NotAuthorized(format!("the caller's user is unknown ({why})"));
+    let sender = header.sender().ok_or_else(|| unknown("no sender".into()))?;
+    let bus = DBusProxy::builder(connection)
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await?;
+    bus.get_connection_unix_user(sender.clone().into())
+        .await
+        .map_err(|error| unknown(error.to_string()))
 }
 
 /// Succeeds when the sender of `header` may perform `action`.

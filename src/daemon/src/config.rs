@@ -64,6 +64,30 @@ pub struct Config {
     /// Where discovery looks and whom it dials.
     #[serde(default)]
     pub discovery: DiscoveryConfig,
+    /// How jobs run here.
+    #[serde(default)]
+    pub jobs: JobsConfig,
+}
+
+/// `[jobs]`: how jobs run on this machine (docs/jobs.md).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JobsConfig {
+    /// The unprivileged account jobs run as (default "partagpu-job").
+    pub user: Option<String>,
+    /// This service's cgroup subtree name (default "partagpu").
+    pub cgroup_root: Option<String>,
+    /// Seconds a pause may last before the jobs are stopped as `preempted` (default 300).
+    pub pause_grace_s: Option<u64>,
+    /// Size of a job's /workspace tmpfs, e.g. "2G" (default 2 GiB).
+    pub workspace_size: Option<String>,
+    /// Size of a job's /tmp tmpfs (default 1 GiB).
+    pub tmp_size: Option<String>,
+    /// Most processes and threads of one job (default 1024).
+    pub max_processes: Option<u64>,
+    /// Python runtimes jobs may use; the first is the default. None: the system's python3.
+    #[serde(default)]
+    pub runtimes: Vec<crate::jobs::runtime::RuntimeConfig>,
 }
 
 /// `[discovery]`: both empty means automatic (every LAN interface, peers on their subnets).

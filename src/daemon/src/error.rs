@@ -26,6 +26,10 @@ pub enum BusError {
     AlreadyInRoom(String),
     /// The operation needs a room and the machine is in none.
     NotInRoom(String),
+    /// The machine does not take the job now (sharing off, paused, cannot run jobs).
+    JobRefused(String),
+    /// No such job (or artifact).
+    JobNotFound(String),
 }
 
 impl From<ChangeError> for BusError {

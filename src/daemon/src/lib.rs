@@ -41,6 +41,7 @@ use crate::config::{Config, ConfigError};
 use crate::discovery::Discovery;
 use crate::fleet::local::{node_state, LocalPublisher};
 use crate::fleet::Fleet;
+use crate::jobs::manager::JobManager;
 use crate::journal::SecurityJournal;
 use crate::membership::Membership;
 use crate::peer::events::Reporter;
@@ -48,7 +49,9 @@ use crate::peer::{PeerContext, Timing};
 use crate::probe::{FakeGpus, GpuBackend, NvmlGpus, Prober, ProcError, ProcFs};
 use crate::room::secrets::SecretsError;
 use crate::room::RoomState;
-use crate::service::{FleetIface, MachineIface, MachineState, RoomIface, SecurityIface, SharingIface};
+use crate::service::{
+    FleetIface, JobsIface, MachineIface, MachineState, RoomIface, SecurityIface, SharingIface,
+};
 use crate::sharing::{ChangeError, SharingStore};
 use crate::store::StoreError;
 
@@ -252,7 +255,15 @@ pub async fn run(args: Args) -> Result<(), StartError> {
     });
     membership.announce();
 
-    let connection = connect(&machine, &store, &journal, &membership).await?;
+    let cores = machine.resources().cpu.cores;
+    let executor = jobs::executor(&config.jobs, &args.runtime_dir, cores).await;
+    let jobs = JobManager::open(executor, &args.state_dir, Arc::clone(&store), room.info().node_id)?;
+    let _ = peer.jobs.set(jobs.clone());
+    for entry in jobs.recover() {
+        tokio::spawn(jobs::remote::follow(jobs.clone(), Arc::clone(&peer), entry, None));
+    }
+
+    let connection = connect(&machine, &store, &journal, &membership, &jobs).await?;
     // Bound after the bus name is ours, so a second instance says "name taken" rather than
     // "port in use".
     let listener = tokio::net::TcpListener::bind((args.listen_address, args.peer_port))
@@ -276,6 +287,14 @@ pub async fn run(args: Args) -> Result<(), StartError> {
         ))),
         Err(error) => tracing::error!(%error, "the Fleet1 object is not served"),
     }
+    match connection
+        .object_server()
+        .interface::<_, JobsIface>(OBJECT_PATH)
+        .await
+    {
+        Ok(object) => drop(tokio::spawn(service::jobs::signal_changes(object, jobs.clone()))),
+        Err(error) => tracing::error!(%error, "the Jobs1 object is not served"),
+    }
     let pid_file = args.runtime_dir.join("partagpud.pid");
     if let Err(error) = fs::write(&pid_file, format!("{}\n", std::process::id())) {
         tracing::warn!(%error, path = %pid_file.display(), "cannot write the pid file");
@@ -294,6 +313,7 @@ pub async fn run(args: Args) -> Result<(), StartError> {
     );
 
     serve_until_signal(&connection, &machine, &mut prober, &local).await;
+    jobs.shutdown().await;
     if let Some(discovery) = &membership.discovery {
         discovery.withdraw();
     }
@@ -307,6 +327,7 @@ async fn connect(
     store: &Arc<SharingStore>,
     journal: &Arc<Mutex<SecurityJournal>>,
     membership: &Arc<Membership>,
+    jobs: &JobManager,
 ) -> Result<zbus::Connection, StartError> {
     let bus_error = |error: zbus::Error| StartError::Bus {
         address: std::env::var("DBUS_SYSTEM_BUS_ADDRESS").ok(),
@@ -330,6 +351,11 @@ async fn connect(
                 Arc::clone(&membership.peer.fleet),
                 membership.room.info().fingerprint,
             ),
+        )
+        .map_err(bus_error)?
+        .serve_at(
+            OBJECT_PATH,
+            JobsIface::new(jobs.clone(), Arc::clone(&membership.peer)),
         )
         .map_err(bus_error)?
         .build()

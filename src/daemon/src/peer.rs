@@ -6,6 +6,7 @@
 pub mod client;
 pub mod control;
 pub mod events;
+pub mod jobs;
 pub mod server;
 pub mod session;
 pub mod slots;
@@ -62,6 +63,8 @@ pub struct PeerContext {
     pub timing: Timing,
     /// The members and this machine's state.
     pub fleet: Arc<Fleet>,
+    /// The jobs of this machine, set once at start (job connections are refused before).
+    pub jobs: std::sync::OnceLock<crate::jobs::manager::JobManager>,
     throttle: Mutex<Throttle>,
     slots: PreAuthSlots,
 }
@@ -95,6 +98,7 @@ impl PeerContext {
             reporter,
             timing,
             fleet,
+            jobs: std::sync::OnceLock::new(),
             throttle: Mutex::new(Throttle::new(limits)),
             slots: PreAuthSlots::new(slot_limits),
         }

@@ -10,13 +10,15 @@ use partagpu_core::{CpuInfo, GpuProbeStatus, LoadAverage, MemoryInfo, Resources}
 use partagpu_daemon::config::Config;
 use partagpu_daemon::fleet::local::node_state;
 use partagpu_daemon::fleet::Fleet;
+use partagpu_daemon::jobs::exec::{Executor, JobSettings};
+use partagpu_daemon::jobs::manager::JobManager;
 use partagpu_daemon::journal::SecurityJournal;
 use partagpu_daemon::membership::Membership;
 use partagpu_daemon::peer::events::Reporter;
 use partagpu_daemon::peer::{PeerContext, Timing};
 use partagpu_daemon::room::RoomState;
 use partagpu_daemon::service::{
-    FleetIface, MachineIface, MachineState, RoomIface, SecurityIface, SharingIface,
+    FleetIface, JobsIface, MachineIface, MachineState, RoomIface, SecurityIface, SharingIface,
 };
 use partagpu_daemon::sharing::SharingStore;
 use zbus_xml::{ArgDirection, Node};
@@ -98,7 +100,7 @@ fn describe(node: &Node<'_>) -> Vec<String> {
 #[tokio::test]
 async fn served_interfaces_match_the_contract_file() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SharingStore::open(dir.path(), &Config::default(), 8 << 30, "pc").unwrap();
+    let store = Arc::new(SharingStore::open(dir.path(), &Config::default(), 8 << 30, "pc").unwrap());
     let journal = SecurityJournal::open(dir.path(), 10).unwrap();
     let machine = MachineState::new("0.0.0".into(), 7655, resources());
 
@@ -108,6 +110,17 @@ async fn served_interfaces_match_the_contract_file() {
     let resources = resources();
     let state = node_state("0.0.0", &resources, &store.policy());
     let fleet = Arc::new(Fleet::new(room.info().node_id, 7655, state));
+    let executor = Executor {
+        settings: JobSettings::default(),
+        cgroups: Err("not in this test".into()),
+        user: Err("not in this test".into()),
+        runtimes: Vec::new(),
+        launcher: PathBuf::from("/nonexistent"),
+        unified_mount: PathBuf::from("/nonexistent"),
+        run_dir: dir.path().join("run"),
+        cores: 4,
+    };
+    let jobs = JobManager::open(executor, dir.path(), Arc::clone(&store), room.info().node_id).unwrap();
     let membership = Membership {
         peer: Arc::new(PeerContext::new(
             Arc::clone(&room),
@@ -127,9 +140,14 @@ async fn served_interfaces_match_the_contract_file() {
         .p2p()
         .serve_at(ids::OBJECT_PATH, MachineIface::new(Arc::new(machine)))
         .unwrap()
-        .serve_at(ids::OBJECT_PATH, SharingIface::new(Arc::new(store)))
+        .serve_at(ids::OBJECT_PATH, SharingIface::new(store))
         .unwrap()
         .serve_at(ids::OBJECT_PATH, SecurityIface::new(journal))
+        .unwrap()
+        .serve_at(
+            ids::OBJECT_PATH,
+            JobsIface::new(jobs, Arc::clone(&membership.peer)),
+        )
         .unwrap()
         .serve_at(ids::OBJECT_PATH, RoomIface::new(Arc::new(membership)))
         .unwrap()
@@ -180,6 +198,7 @@ fn the_contract_file_names_the_interfaces_of_core_ids() {
         ids::SHARING_INTERFACE,
         ids::ROOM_INTERFACE,
         ids::FLEET_INTERFACE,
+        ids::JOBS_INTERFACE,
     ]
     .map(String::from);
     expected.sort();

@@ -73,6 +73,20 @@ fn wire_to_dial(addr: SocketAddr, error: WireError) -> DialError {
 /// # Errors
 /// [`DialError`]; a wrong code is journalled and counted against `addr` first.
 pub async fn dial(addr: SocketAddr, room: &ActiveRoom, context: &PeerContext) -> Result<Dialled, DialError> {
+    let hello = ClientHelloBody::control(context.fleet.boot(), context.fleet.port());
+    dial_for(addr, room, context, hello).await
+}
+
+/// Connects to `addr` for the purpose `hello` names (a member link, or a job).
+///
+/// # Errors
+/// As [`dial`].
+pub async fn dial_for(
+    addr: SocketAddr,
+    room: &ActiveRoom,
+    context: &PeerContext,
+    hello: ClientHelloBody,
+) -> Result<Dialled, DialError> {
     if let Admission::Banned(left) = context.throttle().admit(addr.ip(), std::time::Instant::now()) {
         return Err(DialError::Throttled(addr, left.as_secs().div_ceil(60)));
     }
@@ -124,7 +138,7 @@ pub async fn dial(addr: SocketAddr, room: &ActiveRoom, context: &PeerContext) ->
     context
         .throttle()
         .record_success(addr.ip(), std::time::Instant::now());
-    let hello = ClientHelloBody::control(context.fleet.boot(), context.fleet.port());
+    let purpose = hello.purpose.clone();
     let hello = serde_json::to_vec(&hello).unwrap_or_default();
     channel
         .writer
@@ -143,5 +157,11 @@ pub async fn dial(addr: SocketAddr, room: &ActiveRoom, context: &PeerContext) ->
         ));
     }
     let hello = parse_server_hello(&reply.body).map_err(|e| DialError::Protocol(addr, e.to_string()))?;
+    if hello.purpose != purpose {
+        return Err(DialError::Protocol(
+            addr,
+            "it answered for another purpose".into(),
+        ));
+    }
     Ok(Dialled { channel, node, hello })
 }

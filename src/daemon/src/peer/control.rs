@@ -2,6 +2,7 @@
 //! The HELLO bodies of a control connection (PGR/1 §6.4, §7.3): the client names the
 //! connection's purpose, the server answers with the room's public facts.
 
+pub use partagpu_core::job::wire::PURPOSE_JOB;
 use serde::{Deserialize, Serialize};
 
 /// The only protocol version.
@@ -70,6 +71,20 @@ impl ClientHelloBody {
     }
 }
 
+impl ClientHelloBody {
+    /// A job connection's HELLO (no boot id: it is not a member link).
+    #[must_use]
+    pub fn job() -> Self {
+        Self {
+            purpose: PURPOSE_JOB.to_owned(),
+            versions: vec![VERSION],
+            caps: Vec::new(),
+            boot: None,
+            port: None,
+        }
+    }
+}
+
 /// Why a HELLO was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HelloBodyError {
@@ -93,7 +108,7 @@ pub fn parse_client_hello(body: &[u8]) -> Result<ClientHelloBody, HelloBodyError
     if !hello.versions.contains(&VERSION) {
         return Err(HelloBodyError::NoCommonVersion);
     }
-    if hello.purpose != PURPOSE_CONTROL {
+    if hello.purpose != PURPOSE_CONTROL && hello.purpose != PURPOSE_JOB {
         return Err(HelloBodyError::UnsupportedPurpose);
     }
     Ok(hello)
@@ -108,7 +123,7 @@ pub fn parse_server_hello(body: &[u8]) -> Result<ServerHelloBody, HelloBodyError
     if hello.versions != [VERSION] {
         return Err(HelloBodyError::NoCommonVersion);
     }
-    if hello.purpose != PURPOSE_CONTROL {
+    if hello.purpose != PURPOSE_CONTROL && hello.purpose != PURPOSE_JOB {
         return Err(HelloBodyError::UnsupportedPurpose);
     }
     Ok(hello)

@@ -177,7 +177,7 @@ pub async fn run_control(mut channel: Channel, context: &PeerContext, node: &Ver
     };
     let room = context.room.current();
     let reply = ServerHelloBody {
-        purpose: super::control::PURPOSE_CONTROL.to_owned(),
+        purpose: client.purpose.clone(),
         versions: vec![VERSION],
         caps: Vec::new(),
         room: RoomFacts {
@@ -191,6 +191,9 @@ pub async fn run_control(mut channel: Channel, context: &PeerContext, node: &Ver
     let body = serde_json::to_vec(&reply).unwrap_or_default();
     if channel.writer.send(RecordType::Hello, &body).await.is_err() {
         return;
+    }
+    if client.purpose == super::control::PURPOSE_JOB {
+        return super::jobs::serve(channel, context, node).await;
     }
     let peer = PeerHello {
         boot: client.boot,

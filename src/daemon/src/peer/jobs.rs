@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! The executing side of a job connection (PGR/1 §7.6): a verified member submits a job
+//! (spec, then its workspace as DATA ended by DATA_END), follows it (LOG records and state
+//! replies until the end), cancels it, and fetches its artifacts. A member only ever sees
+//! and touches the jobs it submitted itself.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Duration;
+
+use partagpu_core::job::record::JobRecord;
+use partagpu_core::job::spec::JobSpec;
+use partagpu_core::job::wire::{data_end, log_body, parse_data_end, JobReply, JobRequest, CHUNK};
+use partagpu_core::journal::Severity;
+use partagpu_core::protocol::{Record, RecordType, VerifiedNode};
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::events::kinds;
+use super::wire::{Channel, Reader, WireError, Writer};
+use super::PeerContext;
+use crate::jobs::manager::{JobEntry, JobManager, Origin};
+
+/// How long a job connection may stay silent on the submitter's side.
+const IDLE: Duration = Duration::from_secs(3600);
+/// How often a follower polls the log when nothing new was signalled.
+const FOLLOW_POLL: Duration = Duration::from_millis(200);
+
+/// Serves one job connection until it ends.
+pub async fn serve(channel: Channel, context: &PeerContext, node: &VerifiedNode) {
+    let Channel {
+        reader,
+        mut writer,
+        peer,
+        ..
+    } = channel;
+    let Some(jobs) = context.jobs.get().cloned() else {
+        writer.close("this machine runs no jobs").await;
+        return;
+    };
+    let node_id = node.node_id.to_hex();
+    let name = context
+        .fleet
+        .members()
+        .into_iter()
+        .find(|m| m.node_id == node_id)
+        .and_then(|m| m.state.map(|s| s.name))
+        .unwrap_or_else(|| node_id[..8].to_owned());
+    let (records, mut incoming) = mpsc::channel(8);
+    let reading = tokio::spawn(read_records(reader, records));
+    let origin = Origin::Peer {
+        node_id: node_id.clone(),
+        name: name.clone(),
+    };
+    while let Some(Ok(record)) = incoming.recv().await {
+        let outcome = match record.record_type {
+            RecordType::Request => match serde_json::from_slice::<JobRequest>(&record.body) {
+                Ok(request) => handle(request, &jobs, &origin, &mut writer, &mut incoming).await,
+                Err(_) => Err("a job request that is not valid"),
+            },
+            RecordType::Ping => writer.send(RecordType::Pong, &[]).await.map_err(|_| "closed"),
+            RecordType::Pong => Ok(()),
+            RecordType::Close => break,
+            _ => Err("a record out of place on a job connection"),
+        };
+        if let Err(what) = outcome {
+            if what != "closed" {
+                context.reporter.report(
+                    Severity::Warning,
+                    kinds::MALFORMED,
+                    &peer.ip().to_string(),
+                    &node_id,
+                    format!(
+                        "The machine at {} sent {what}; the job connection was closed.",
+                        peer.ip()
+                    ),
+                );
+                writer.close(what).await;
+            }
+            break;
+        }
+    }
+    reading.abort();
+}
+
+async fn read_records(mut reader: Reader, records: mpsc::Sender<Result<Record, WireError>>) {
+    loop {
+        let record = reader.recv_before(Instant::now() + IDLE).await;
+        let failed = record.is_err();
+        if records.send(record).await.is_err() || failed {
+            return;
+        }
+    }
+}
+
+type Incoming = mpsc::Receiver<Result<Record, WireError>>;
+
+async fn reply(writer: &mut Writer, reply: &JobReply) -> Result<(), &'static str> {
+    let body = serde_json::to_vec(reply).unwrap_or_default();
+    writer
+        .send(RecordType::Response, &body)
+        .await
+        .map_err(|_| "closed")
+}
+
+/// The job a member may touch: one it submitted.
+fn own_job(jobs: &JobManager, origin: &Origin, job: &str) -> Result<Arc<JobEntry>, String> {
+    let Origin::Peer { node_id, .. } = origin else {
+        return Err("not a member".into());
+    };
+    match jobs.shared.find(job) {
+        Ok(entry) if entry.record().submitter == *node_id && entry.handle() == job => Ok(entry),
+        _ => Err(format!("no job {job:?} of yours on this machine")),
+    }
+}
+
+async fn handle(
+    request: JobRequest,
+    jobs: &JobManager,
+    origin: &Origin,
+    writer: &mut Writer,
+    incoming: &mut Incoming,
+) -> Result<(), &'static str> {
+    match request {
+        JobRequest::Submit { spec } => submit(*spec, jobs, origin, writer, incoming).await,
+        JobRequest::Follow { job, offset } => match own_job(jobs, origin, &job) {
+            Ok(entry) => follow(jobs, &entry, offset, writer, incoming).await,
+            Err(why) => reply(writer, &JobReply::refused(why)).await,
+        },
+        JobRequest::Cancel { job } => match own_job(jobs, origin, &job) {
+            Ok(entry) => {
+                let Origin::Peer { name, .. } = origin else {
+                    return Err("closed");
+                };
+                jobs.cancel(&entry, &format!("its submitter ({name})"));
+                reply(writer, &JobReply::with(entry.record(), false)).await
+            }
+            Err(why) => reply(writer, &JobReply::refused(why)).await,
+        },
+        JobRequest::Artifact { job, name } => {
+            let path = own_job(jobs, origin, &job)
+                .and_then(|e| jobs.artifact_path(&e, &name).map_err(|e| e.to_string()));
+            match path {
+                Ok(path) => send_file(&path, writer).await,
+                Err(why) => reply(writer, &JobReply::refused(why)).await,
+            }
+        }
+    }
+}
+
+/// Receives the workspace (never more than the spec announced, which is itself capped),
+/// then accepts the job or says why not.
+async fn submit(
+    spec: JobSpec,
+    jobs: &JobManager,
+    origin: &Origin,
+    writer: &mut Writer,
+    incoming: &mut Incoming,
+) -> Result<(), &'static str> {
+    let announced = spec
+        .workspace_bytes
+        .min(partagpu_core::job::workspace::MAX_WORKSPACE_BYTES);
+    let mut workspace = Vec::new();
+    loop {
+        let Some(Ok(record)) = incoming.recv().await else {
+            return Err("closed");
+        };
+        match record.record_type {
+            RecordType::Data => {
+                if (workspace.len() + record.body.len()) as u64 > announced {
+                    return Err("a workspace larger than it announced");
+                }
+                workspace.extend_from_slice(&record.body);
+            }
+            RecordType::DataEnd => {
+                let Some((sha, total)) = parse_data_end(&record.body) else {
+                    return Err("an invalid DATA_END");
+                };
+                if total != workspace.len() as u64 || sha[..] != Sha256::digest(&workspace)[..] {
+                    return reply(
+                        writer,
+                        &JobReply::refused("the workspace arrived damaged (length or SHA-256)"),
+                    )
+                    .await;
+                }
+                break;
+            }
+            _ => return Err("a record out of place in a workspace upload"),
+        }
+    }
+    match jobs.accept(spec, workspace, origin) {
+        Ok(record) => reply(writer, &JobReply::with(record, false)).await,
+        Err(error) => reply(writer, &JobReply::refused(error.to_string())).await,
+    }
+}
+
+/// Streams output from `offset`, a reply at each state change, and a final reply once the
+/// end is journalled and every byte was sent. A cancel may arrive meanwhile.
+async fn follow(
+    jobs: &JobManager,
+    entry: &JobEntry,
+    mut offset: u64,
+    writer: &mut Writer,
+    incoming: &mut Incoming,
+) -> Result<(), &'static str> {
+    let mut changes = jobs.shared.subscribe();
+    let mut told: Option<JobRecord> = None;
+    loop {
+        let (data, next, complete) = jobs.logs(entry, offset, CHUNK).map_err(|_| "closed")?;
+        if !data.is_empty() {
+            writer
+                .send(RecordType::Log, &log_body(offset, &data))
+                .await
+                .map_err(|_| "closed")?;
+            offset = next;
+            continue;
+        }
+        let record = entry.record();
+        if complete {
+            return reply(writer, &JobReply::with(record, true)).await;
+        }
+        if told.as_ref().is_none_or(|t| t.state != record.state) {
+            reply(writer, &JobReply::with(record.clone(), false)).await?;
+            told = Some(record);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(FOLLOW_POLL) => {}
+            _ = changes.recv() => {}
+            got = incoming.recv() => match got {
+                Some(Ok(record)) if record.record_type == RecordType::Request => {
+                    match serde_json::from_slice::<JobRequest>(&record.body) {
+                        Ok(JobRequest::Cancel { job }) if job == entry.handle() => jobs.cancel(entry, "its submitter"),
+                        _ => return Err("a request other than cancel while following a job"),
+                    }
+                }
+                Some(Ok(record)) if record.record_type == RecordType::Ping => {
+                    writer.send(RecordType::Pong, &[]).await.map_err(|_| "closed")?;
+                }
+                _ => return Err("closed"),
+            },
+        }
+    }
+}
+
+/// Sends a file in DATA records and a DATA_END with what was actually read.
+async fn send_file(path: &std::path::Path, writer: &mut Writer) -> Result<(), &'static str> {
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return reply(writer, &JobReply::refused("the artifact cannot be read")).await;
+    };
+    let mut hash = Sha256::new();
+    let mut total = 0u64;
+    let mut chunk = vec![0; CHUNK];
+    loop {
+        let read = file.read(&mut chunk).map_err(|_| "closed")?;
+        if read == 0 {
+            break;
+        }
+        hash.update(&chunk[..read]);
+        total += read as u64;
+        writer
+            .send(RecordType::Data, &chunk[..read])
+            .await
+            .map_err(|_| "closed")?;
+    }
+    writer
+        .send(RecordType::DataEnd, &data_end(hash.finalize().into(), total))
+        .await
+        .map_err(|_| "closed")
+}
