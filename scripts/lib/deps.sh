@@ -14,7 +14,7 @@ PARTAGPU_APT_PACKAGES=(
     util-linux          # setpriv, nsenter, unshare
     procps              # ps, pgrep
     psmisc
-    bubblewrap          # job sandbox (later phases; checked now so labs match)
+    bubblewrap          # job sandbox
     nftables
     gcc                 # C toolchain for crates with build scripts
     pkg-config
@@ -38,6 +38,15 @@ ensure_apt_packages() {
         log "installing ${missing[*]}"
         DEBIAN_FRONTEND=noninteractive apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+}
+
+# The unprivileged account jobs run as (what the package's sysusers.d file creates on a lab
+# machine); every virtual-lab machine shares this machine's /etc/passwd.
+ensure_job_user() {
+    if ! getent passwd partagpu-job >/dev/null; then
+        log "creating the job user partagpu-job"
+        useradd --system --no-create-home --shell /usr/sbin/nologin partagpu-job
     fi
 }
 

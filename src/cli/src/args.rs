@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use partagpu_core::job::spec::PeerAccess;
 use partagpu_core::size::parse_size;
 
 /// Control PartaGPU on this machine: what it lends to the room, pause, status.
@@ -109,6 +110,10 @@ pub struct RunArgs {
     /// Longest run: seconds, or e.g. 90s, 30m, 2h, 1h30m.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub time_limit: Option<u64>,
+    /// Let the job reach this machine and ports, e.g. 10.0.0.5:29500-29510 (repeatable).
+    /// Without it the job has no network at all.
+    #[arg(long = "allow-peer", value_name = "ADDR:PORT[-PORT]", value_parser = parse_peer)]
+    pub allow_peers: Vec<PeerAccess>,
     /// Where the artifacts are saved.
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub output: PathBuf,
@@ -240,6 +245,25 @@ fn parse_percent(text: &str) -> Result<u32, String> {
 }
 
 /// `NAME=VALUE`: a shell-style name, so the variable can be read by the command at all.
+fn parse_peer(text: &str) -> Result<PeerAccess, String> {
+    let bad = || format!("'{text}' is not ADDRESS:PORT or ADDRESS:FIRST-LAST (IPv4)");
+    let (address, ports) = text.rsplit_once(':').ok_or_else(bad)?;
+    let address = address.parse().map_err(|_| bad())?;
+    let (first, last) = ports.split_once('-').unwrap_or((ports, ports));
+    let (first_port, last_port) = (
+        first.parse().map_err(|_| bad())?,
+        last.parse().map_err(|_| bad())?,
+    );
+    if first_port == 0 || first_port > last_port {
+        return Err(bad());
+    }
+    Ok(PeerAccess {
+        address,
+        first_port,
+        last_port,
+    })
+}
+
 fn parse_env(text: &str) -> Result<(String, String), String> {
     let (name, value) = text
         .split_once('=')

@@ -101,7 +101,13 @@ fn build_spec(args: &RunArgs, id: JobId, workspace: &Workspace) -> Result<JobSpe
             gpus: args.gpus.unwrap_or(defaults.gpus),
         },
         artifacts: args.artifacts.clone(),
-        network: NetworkMode::None,
+        network: if args.allow_peers.is_empty() {
+            NetworkMode::None
+        } else {
+            NetworkMode::Peers {
+                peers: args.allow_peers.clone(),
+            }
+        },
         time_limit_s: args.time_limit.unwrap_or(DEFAULT_TIME_LIMIT_S),
     };
     spec.validate()?;

@@ -31,7 +31,13 @@ const RUNTIME_PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Builds the executor from the admin's `[jobs]`: cgroups, job user, probed runtimes. What
 /// is missing is logged once and makes jobs refused with that reason; the service runs on.
-pub async fn executor(config: &JobsConfig, runtime_dir: &Path, cores: u32) -> Executor {
+pub async fn executor(
+    config: &JobsConfig,
+    runtime_dir: &Path,
+    cores: u32,
+    gpus: Vec<u32>,
+    fake_gpus: bool,
+) -> Executor {
     let mut settings = JobSettings::default();
     if let Some(seconds) = config.pause_grace_s {
         settings.pause_grace = Duration::from_secs(seconds);
@@ -85,5 +91,7 @@ pub async fn executor(config: &JobsConfig, runtime_dir: &Path, cores: u32) -> Ex
         unified_mount: unified,
         run_dir: runtime_dir.join("jobs"),
         cores,
+        gpus,
+        mps: gpu::mps_for(fake_gpus, &runtime_dir.join("mps")),
     }
 }

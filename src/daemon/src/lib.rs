@@ -256,7 +256,15 @@ pub async fn run(args: Args) -> Result<(), StartError> {
     membership.announce();
 
     let cores = machine.resources().cpu.cores;
-    let executor = jobs::executor(&config.jobs, &args.runtime_dir, cores).await;
+    let gpu_indices = machine.resources().gpus.iter().map(|g| g.index).collect();
+    let executor = jobs::executor(
+        &config.jobs,
+        &args.runtime_dir,
+        cores,
+        gpu_indices,
+        args.fake_gpus.is_some(),
+    )
+    .await;
     let jobs = JobManager::open(executor, &args.state_dir, Arc::clone(&store), room.info().node_id)?;
     let _ = peer.jobs.set(jobs.clone());
     for entry in jobs.recover() {

@@ -119,6 +119,8 @@ async fn served_interfaces_match_the_contract_file() {
         unified_mount: PathBuf::from("/nonexistent"),
         run_dir: dir.path().join("run"),
         cores: 4,
+        gpus: Vec::new(),
+        mps: partagpu_daemon::jobs::gpu::mps_for(true, dir.path()),
     };
     let jobs = JobManager::open(executor, dir.path(), Arc::clone(&store), room.info().node_id).unwrap();
     let membership = Membership {

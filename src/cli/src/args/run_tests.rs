@@ -74,3 +74,31 @@ fn job_subcommands_take_a_job_and_options() {
         Command::Job { command: JobCommand::Logs { job, follow: true, from: 10 } } if job == "3f2a"
     ));
 }
+
+#[test]
+fn allowed_peers_are_an_ipv4_address_and_a_port_or_range() {
+    let run = run_args(&[
+        "--allow-peer",
+        "10.0.0.5:29500-29510",
+        "--allow-peer",
+        "10.0.0.6:7000",
+        "--",
+        "true",
+    ])
+    .unwrap();
+    let ranges: Vec<_> = run
+        .allow_peers
+        .iter()
+        .map(|p| (p.address.to_string(), p.first_port, p.last_port))
+        .collect();
+    assert_eq!(
+        ranges,
+        [("10.0.0.5".into(), 29500, 29510), ("10.0.0.6".into(), 7000, 7000)]
+    );
+    for bad in ["10.0.0.5", "host:80", "10.0.0.5:0", "10.0.0.5:90-80", "[::1]:80"] {
+        assert!(
+            run_args(&["--allow-peer", bad, "--", "true"]).is_err(),
+            "{bad} accepted"
+        );
+    }
+}

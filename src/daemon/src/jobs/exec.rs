@@ -15,6 +15,7 @@ use partagpu_core::job::workspace::WorkspaceEntry;
 use partagpu_core::Limits;
 
 use super::cgroup::{CgroupBackend, CgroupLimits, JobCgroup};
+use super::gpu::{device_nodes, MpsControl};
 use super::launch::launcher_command;
 use super::netfilter;
 use super::runtime::Runtime;
@@ -69,6 +70,17 @@ pub struct Executor {
     pub run_dir: PathBuf,
     /// Cores of this machine, for CPU shares.
     pub cores: u32,
+    /// Indices of the GPUs this machine has (a job with `gpus: n` gets the first n).
+    pub gpus: Vec<u32>,
+    /// The MPS control daemon that caps a job's share of each GPU.
+    pub mps: Box<dyn MpsControl>,
+}
+
+/// What a job's GPUs add to its sandbox.
+struct GpuAccess {
+    env: std::collections::BTreeMap<String, String>,
+    devices: Vec<PathBuf>,
+    ro_binds: Vec<PathBuf>,
 }
 
 /// A job started: its cgroup, its process, where its output goes.
@@ -218,16 +230,23 @@ impl Executor {
                 ));
             }
         };
+        let gpu = match self.gpu_access(spec, lent) {
+            Ok(gpu) => gpu,
+            Err(why) => {
+                remove_table(&table);
+                return Err(fail(why, cgroup.as_ref()));
+            }
+        };
         let plan = SandboxPlan {
             argv: &spec.argv,
-            env: &spec.env,
+            env: &gpu.env,
             workspace: &scratch,
             runtime: Some(runtime),
             user,
             share_net: table.is_some(),
             tmp_bytes: self.settings.tmp_bytes,
-            devices: &[],
-            ro_binds: &[],
+            devices: &gpu.devices,
+            ro_binds: &gpu.ro_binds,
             hostname: "pg-job",
             etc_dir: &etc,
         };
@@ -270,6 +289,38 @@ impl Executor {
             spool,
             table,
         })
+    }
+
+    /// The device nodes, binds and environment a job's GPUs need, with its share enforced by
+    /// the MPS control daemon (the job's own environment could not enforce it).
+    fn gpu_access(&self, spec: &JobSpec, lent: &Limits) -> Result<GpuAccess, String> {
+        let mut access = GpuAccess {
+            env: spec.env.clone(),
+            devices: Vec::new(),
+            ro_binds: Vec::new(),
+        };
+        let wanted = usize::try_from(spec.resources.gpus).unwrap_or(usize::MAX);
+        if wanted == 0 {
+            return Ok(access);
+        }
+        let Some(indices) = self.gpus.get(..wanted) else {
+            return Err(format!(
+                "this machine has {} GPU(s), the job asked for {wanted}",
+                self.gpus.len()
+            ));
+        };
+        access.devices = device_nodes(Path::new("/dev"), indices);
+        self.mps
+            .ensure_running()
+            .and_then(|()| self.mps.set_active_thread_percentage(lent.gpu_percent.max(1)))
+            .map_err(|e| format!("the GPU share could not be enforced: {e}"))?;
+        if let Some(pipe) = self.mps.pipe_dir() {
+            access
+                .env
+                .insert("CUDA_MPS_PIPE_DIRECTORY".into(), pipe.display().to_string());
+            access.ro_binds.push(pipe);
+        }
+        Ok(access)
     }
 
     /// Removes what a job left on the host: network rules, cgroup, scratch mount.

@@ -328,3 +328,6 @@ fn outcome(
         None => (JobState::Failed, Some("the sandbox was killed".into())),
     }
 }
+
+#[cfg(test)]
+mod tests;
