@@ -244,7 +244,7 @@ fn parse_percent(text: &str) -> Result<u32, String> {
         .map_err(|_| format!("'{text}' is not a percentage (a whole number, e.g. 50)"))
 }
 
-/// `NAME=VALUE`: a shell-style name, so the variable can be read by the command at all.
+/// `ADDRESS:PORT` or `ADDRESS:FIRST-LAST`, IPv4 (peers are IPv4, see `NetworkMode`).
 fn parse_peer(text: &str) -> Result<PeerAccess, String> {
     let bad = || format!("'{text}' is not ADDRESS:PORT or ADDRESS:FIRST-LAST (IPv4)");
     let (address, ports) = text.rsplit_once(':').ok_or_else(bad)?;
@@ -264,6 +264,7 @@ fn parse_peer(text: &str) -> Result<PeerAccess, String> {
     })
 }
 
+/// `NAME=VALUE`: a shell-style name, so the variable can be read by the command at all.
 fn parse_env(text: &str) -> Result<(String, String), String> {
     let (name, value) = text
         .split_once('=')

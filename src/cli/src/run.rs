@@ -34,8 +34,9 @@ pub async fn run(client: &Client, args: RunArgs) -> Result<u8> {
         Some(dir) => {
             let packed = pack_dir(dir).with_context(|| format!("cannot pack {}", dir.display()))?;
             eprintln!(
-                "Sending workspace: {} files, {}",
+                "Sending workspace: {} file{}, {}",
                 packed.files,
+                if packed.files == 1 { "" } else { "s" },
                 format_size(packed.tar.len() as u64)
             );
             Workspace {

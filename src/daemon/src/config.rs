@@ -102,6 +102,55 @@ pub struct DiscoveryConfig {
     pub prefixes: Vec<String>,
 }
 
+impl JobsConfig {
+    /// Refuses values the executor could not use, so a typo stops the service instead of
+    /// being silently replaced by a default.
+    fn check(&self) -> Result<(), String> {
+        for (key, value) in [
+            ("workspace_size", &self.workspace_size),
+            ("tmp_size", &self.tmp_size),
+        ] {
+            if let Some(value) = value {
+                match parse_size(value) {
+                    Ok(bytes) if bytes >= 1 << 20 => {}
+                    Ok(_) => return Err(format!("[jobs] {key}: {value} is smaller than 1 MiB")),
+                    Err(e) => return Err(format!("[jobs] {key}: {e}")),
+                }
+            }
+        }
+        if self.max_processes == Some(0) {
+            return Err("[jobs] max_processes: it must be at least 1".into());
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for runtime in &self.runtimes {
+            let valid = runtime.name.len() <= 32
+                && runtime
+                    .name
+                    .starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && runtime
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
+            if !valid {
+                return Err(format!(
+                    "[[jobs.runtimes]] name {:?}: use a-z, 0-9, '.', '_' and '-', at most 32",
+                    runtime.name
+                ));
+            }
+            if !runtime.python.is_absolute() {
+                return Err(format!(
+                    "[[jobs.runtimes]] {}: python must be an absolute path",
+                    runtime.name
+                ));
+            }
+            if !names.insert(runtime.name.as_str()) {
+                return Err(format!("[[jobs.runtimes]] {}: declared twice", runtime.name));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `[sharing]`: the policy a fresh machine starts with.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -181,6 +230,7 @@ impl Config {
         if let Some(ram) = &config.sharing.ram {
             parse_size(ram).map_err(|e| ParseError::Syntax(format!("[sharing] ram: {e}")))?;
         }
+        config.jobs.check().map_err(ParseError::Syntax)?;
         Ok(config)
     }
 
@@ -246,6 +296,33 @@ mod tests {
         let config = Config::parse("").ok().unwrap();
         let policy = config.initial_policy(16 * GIB, "pc-07").unwrap();
         assert_eq!(policy, SharingPolicy::default_for(16 * GIB, "pc-07".into()));
+    }
+
+    #[test]
+    fn the_jobs_section_is_read_and_its_mistakes_refused() {
+        let text = "[jobs]\nuser = \"pg\"\npause_grace_s = 3\nworkspace_size = \"4G\"\n\
+                    [[jobs.runtimes]]\nname = \"torch\"\npython = \"/opt/venv/bin/python\"\n";
+        let config = Config::parse(text).ok().unwrap();
+        assert_eq!(
+            (config.jobs.pause_grace_s, config.jobs.runtimes[0].name.as_str()),
+            (Some(3), "torch")
+        );
+        for (bad, says) in [
+            ("[jobs]\nworkspace_size = \"lots\"", "[jobs] workspace_size"),
+            ("[jobs]\ntmp_size = \"1K\"", "smaller than 1 MiB"),
+            ("[jobs]\nmax_processes = 0", "at least 1"),
+            ("[[jobs.runtimes]]\nname = \"Torch\"\npython = \"/p\"", "use a-z"),
+            (
+                "[[jobs.runtimes]]\nname = \"t\"\npython = \"venv/bin/python\"",
+                "absolute",
+            ),
+            ("[jobs]\nshell = true", "unknown field"),
+        ] {
+            match Config::parse(bad) {
+                Err(ParseError::Syntax(message)) => assert!(message.contains(says), "{bad}: {message}"),
+                _ => panic!("{bad} accepted"),
+            }
+        }
     }
 
     #[test]

@@ -57,8 +57,13 @@ pub async fn executor(
         Ok(backend) => tracing::info!(cgroups = %backend.describe(), "jobs: cgroups"),
         Err(error) => tracing::warn!(%error, "jobs cannot run here: no cgroups"),
     }
-    let user =
-        user::resolve(config.user.as_deref().unwrap_or(user::DEFAULT_JOB_USER)).map_err(|e| e.to_string());
+    // Without a usable bubblewrap no job may start; the reason travels with the user check.
+    let user = sandbox::check_bwrap()
+        .map_err(|e| e.to_string())
+        .and_then(|version| {
+            tracing::info!(version, "jobs: bubblewrap");
+            user::resolve(config.user.as_deref().unwrap_or(user::DEFAULT_JOB_USER)).map_err(|e| e.to_string())
+        });
     if let Err(error) = &user {
         tracing::warn!(%error, "jobs cannot run here");
     }

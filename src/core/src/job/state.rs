@@ -19,7 +19,8 @@ pub enum JobState {
     Failed,
     /// Stopped at the submitter's request.
     Cancelled,
-    /// Stopped because the owner stopped lending (the submitter may retry elsewhere).
+    /// Stopped because the owner paused the machine for longer than its grace (the
+    /// submitter may retry elsewhere).
     Preempted,
     /// Its machine went away or restarted without a record of its end.
     Lost,

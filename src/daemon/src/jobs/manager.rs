@@ -28,6 +28,11 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// Jobs one submitter may have open here at once (PGR/1 §9: members can be malicious too).
+pub const MAX_OPEN_PER_SUBMITTER: usize = 8;
+/// Jobs open here at once, all submitters together.
+pub const MAX_OPEN_JOBS: usize = 16;
+
 /// Why a job stops before it ends by itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stop {
@@ -271,7 +276,12 @@ impl JobManager {
             shared.insert(Arc::clone(&entry));
             if open {
                 shared.exec.clean_up(entry.handle(), None);
+                // What the job wrote after the last pump is still in its spool.
+                let log_len = super::spool::Spool::resume(&shared.jobs.dir(entry.handle()))
+                    .and_then(|mut spool| spool.finish(now_ms()).map(|()| spool.log_len()))
+                    .unwrap_or(0);
                 shared.commit(&entry, |r| {
+                    r.log_bytes = log_len;
                     end(r, JobState::Lost, Some("the service on the executing machine restarted while the job ran; its processes were stopped".into()), None);
                 });
             }
@@ -281,6 +291,11 @@ impl JobManager {
                 tracing::warn!(cgroup = orphan, "removing a job cgroup without a record");
                 shared.exec.clean_up(&orphan, None);
             }
+        }
+        // Every job is stopped by now, so every table of ours is a leftover.
+        for table in super::netfilter::list_tables(super::netfilter::TABLE_PREFIX) {
+            tracing::warn!(table, "removing the network rules of a job that is gone");
+            let _ = super::netfilter::remove(&table);
         }
         let mut open = Vec::new();
         for record in shared.submitted.load_all() {
@@ -325,6 +340,20 @@ impl JobManager {
             return Ok(existing.record());
         }
         let policy = shared.sharing.policy();
+        let open: Vec<JobRecord> = shared
+            .all()
+            .iter()
+            .map(|e| e.record())
+            .filter(|r| r.role != JobRole::Submitted && !r.state.is_terminal())
+            .collect();
+        if open.iter().filter(|r| r.submitter == spec.submitter).count() >= MAX_OPEN_PER_SUBMITTER
+            || open.len() >= MAX_OPEN_JOBS
+        {
+            return Err(JobError::Refused(format!(
+                "{} is busy: it runs as many jobs as it takes",
+                policy.display_name
+            )));
+        }
         if !policy.enabled {
             return Err(JobError::Refused(format!(
                 "sharing is off on {}: it takes no new jobs",

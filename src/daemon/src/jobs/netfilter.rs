@@ -188,8 +188,10 @@ pub fn rules(table: &str, cgroup_path: &str, peers: &[PeerAccess]) -> Result<Str
     ));
     s.push_str(
         "\tchain job_egress {\n\
-         \t\t# Replies on connections the rules below allowed, and peers connecting to us.\n\
-         \t\tct state established,related accept\n\
+         \t\t# Replies on connections the rules below allowed, and to peers connecting to us;\n\
+         \t\t# not to anyone else, or a job listening on another port would serve the LAN.\n\
+         \t\tct state established,related oif \"lo\" accept\n\
+         \t\tct state established,related ip daddr @peer_addrs accept\n\
          \t\t# Several ranks on one machine talk over loopback, but only on the job's ports:\n\
          \t\t# other local services (the daemon on 7655, sshd, DNS stubs) stay out of reach.\n\
          \t\toif \"lo\" tcp dport @job_ports accept\n\

@@ -399,7 +399,12 @@ async fn fetch_all(
                 .create(parent)
                 .map_err(|e| e.to_string())?;
         }
-        let partial = path.with_extension("partial");
+        // A hidden sibling name no artifact can have (names never start with ".partagpu-").
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let partial = path.with_file_name(format!(".partagpu-{file_name}.partial"));
         let mut file = File::create(&partial).map_err(|e| e.to_string())?;
         let mut hash = Sha256::new();
         let mut got = 0u64;

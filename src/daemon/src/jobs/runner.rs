@@ -69,8 +69,13 @@ pub async fn run(
     let mut stopping = None::<Stopping>;
     let mut oom_handled = false;
     let mut tick = tokio::time::interval(TICK);
-    if let Some(cause) = stop_requests.borrow_and_update().clone() {
+    let initial = stop_requests.borrow_and_update().clone();
+    if let Some(cause) = initial {
         stopping = Some(begin_stop(cause, cgroup.as_ref(), &shared));
+    } else if shared.sharing.policy().paused {
+        // The owner paused between acceptance and start: the change is already seen.
+        paused_since = Some(Instant::now());
+        freeze(&shared, &entry, cgroup.as_ref()).await;
     }
     let status = loop {
         tokio::select! {

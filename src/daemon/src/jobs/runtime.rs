@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-//! Named Python runtimes the admin offers to jobs (`[[runtimes]]` in the config).
+//! Named Python runtimes the admin offers to jobs (`[[jobs.runtimes]]` in the config).
 //!
 //! Each runtime is probed once at start: the interpreter itself says its version, where it
 //! lives and which torch/CUDA it has, so the room can match jobs to machines and the sandbox

@@ -17,11 +17,15 @@ use rustix::fs::{fallocate, FallocateFlags};
 
 use super::store::files;
 
+/// Where the read position in the spool is noted.
+const RAW_OFFSET: &str = "raw.offset";
+
 /// Bytes read from the spool per pump at most (the rest waits for the next pump).
 const PUMP_CHUNK: usize = 1 << 20;
 
 /// The reading side of a job's output.
 pub struct Spool {
+    dir: std::path::PathBuf,
     raw: File,
     raw_offset: u64,
     punched: u64,
@@ -60,6 +64,7 @@ impl Spool {
             .open(dir.join(files::LOG))?;
         let log_len = log.metadata()?.len();
         let spool = Self {
+            dir: dir.to_owned(),
             raw,
             raw_offset: 0,
             punched: 0,
@@ -69,6 +74,35 @@ impl Spool {
             limiter: LogLimiter::new(DEFAULT_LOG_RATE, DEFAULT_LOG_BURST, DEFAULT_LOG_CAP),
         };
         Ok((spool, writer))
+    }
+
+    /// Reopens the spool of a job whose service died, to move what the job wrote after the
+    /// last pump into the log (the read position was noted beside the spool at each pump).
+    ///
+    /// # Errors
+    /// The files cannot be opened.
+    pub fn resume(dir: &Path) -> io::Result<Self> {
+        let raw = File::open(dir.join(files::RAW))?;
+        let raw_offset = std::fs::read_to_string(dir.join(RAW_OFFSET))
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(0);
+        let log = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(dir.join(files::LOG))?;
+        let log_len = log.metadata()?.len();
+        Ok(Self {
+            dir: dir.to_owned(),
+            raw,
+            raw_offset,
+            punched: raw_offset & !((1 << 20) - 1),
+            log,
+            log_len,
+            neutraliser: Neutraliser::new(),
+            limiter: LogLimiter::new(DEFAULT_LOG_RATE, DEFAULT_LOG_BURST, DEFAULT_LOG_CAP),
+        })
     }
 
     /// Bytes of log kept so far.
@@ -94,6 +128,9 @@ impl Spool {
             return Ok(0);
         }
         self.raw_offset += read as u64;
+        // Not synced: it only has to survive the service, not the machine (after a power
+        // cut the whole job is lost anyway).
+        let _ = std::fs::write(self.dir.join(RAW_OFFSET), self.raw_offset.to_string());
         let mut clean = Vec::with_capacity(read);
         self.neutraliser.feed(&chunk[..read], &mut clean);
         let mut kept = Vec::with_capacity(clean.len());
@@ -188,6 +225,16 @@ mod tests {
         let (all, next) = read_log(dir.path(), 0, 1 << 20).unwrap();
         assert_eq!(String::from_utf8(all).unwrap(), "epoch 1 loss 0.5\nepoch 2\n");
         assert_eq!(next, spool.log_len());
+        job_side.write_all(b"after the crash\n").unwrap();
+        drop(spool);
+        let mut resumed = Spool::resume(dir.path()).unwrap();
+        resumed.finish(20).unwrap();
+        let (all, _) = read_log(dir.path(), 0, 1 << 20).unwrap();
+        assert_eq!(
+            String::from_utf8(all).unwrap(),
+            "epoch 1 loss 0.5\nepoch 2\nafter the crash\n",
+            "nothing twice"
+        );
         let (tail, _) = read_log(dir.path(), 8, 4).unwrap();
         assert_eq!(tail, b"loss");
         assert_eq!(read_log(dir.path(), 999, 4).unwrap(), (Vec::new(), 999));

@@ -26,10 +26,6 @@ pub mod files {
     pub const RAW: &str = "raw.out";
     /// The output made safe to show: escapes neutralised, drops marked.
     pub const LOG: &str = "log";
-    /// The job's /workspace (a size-capped tmpfs while the job lives).
-    pub const SCRATCH: &str = "scratch";
-    /// The /etc/passwd and /etc/group the sandbox sees.
-    pub const ETC: &str = "etc";
     /// Collected (executing side) or fetched (submitting side) artifacts.
     pub const ARTIFACTS: &str = "artifacts";
 }

@@ -104,6 +104,14 @@ async fn reply(writer: &mut Writer, reply: &JobReply) -> Result<(), &'static str
         .map_err(|_| "closed")
 }
 
+/// Who a member's cancel is attributed to, in the job's reason.
+fn cancelled_by(origin: &Origin) -> String {
+    match origin {
+        Origin::Peer { name, .. } => format!("its submitter ({name})"),
+        Origin::Local { .. } => "its submitter".to_owned(),
+    }
+}
+
 /// The job a member may touch: one it submitted.
 fn own_job(jobs: &JobManager, origin: &Origin, job: &str) -> Result<Arc<JobEntry>, String> {
     let Origin::Peer { node_id, .. } = origin else {
@@ -125,15 +133,12 @@ async fn handle(
     match request {
         JobRequest::Submit { spec } => submit(*spec, jobs, origin, writer, incoming).await,
         JobRequest::Follow { job, offset } => match own_job(jobs, origin, &job) {
-            Ok(entry) => follow(jobs, &entry, offset, writer, incoming).await,
+            Ok(entry) => follow(jobs, &entry, origin, offset, writer, incoming).await,
             Err(why) => reply(writer, &JobReply::refused(why)).await,
         },
         JobRequest::Cancel { job } => match own_job(jobs, origin, &job) {
             Ok(entry) => {
-                let Origin::Peer { name, .. } = origin else {
-                    return Err("closed");
-                };
-                jobs.cancel(&entry, &format!("its submitter ({name})"));
+                jobs.cancel(&entry, &cancelled_by(origin));
                 reply(writer, &JobReply::with(entry.record(), false)).await
             }
             Err(why) => reply(writer, &JobReply::refused(why)).await,
@@ -200,6 +205,7 @@ async fn submit(
 async fn follow(
     jobs: &JobManager,
     entry: &JobEntry,
+    origin: &Origin,
     mut offset: u64,
     writer: &mut Writer,
     incoming: &mut Incoming,
@@ -230,7 +236,7 @@ async fn follow(
             got = incoming.recv() => match got {
                 Some(Ok(record)) if record.record_type == RecordType::Request => {
                     match serde_json::from_slice::<JobRequest>(&record.body) {
-                        Ok(JobRequest::Cancel { job }) if job == entry.handle() => jobs.cancel(entry, "its submitter"),
+                        Ok(JobRequest::Cancel { job }) if job == entry.handle() => jobs.cancel(entry, &cancelled_by(origin)),
                         _ => return Err("a request other than cancel while following a job"),
                     }
                 }

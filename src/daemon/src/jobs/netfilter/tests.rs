@@ -33,7 +33,11 @@ fn script_allows_only_the_job_peers() {
     assert!(s.contains("elements = { 10.0.0.2 . 29500-29510, 10.0.0.3 . 29500-29510 }"));
     assert!(s.contains("elements = { 10.0.0.2, 10.0.0.3 }"));
     assert!(s.contains("elements = { 29500-29510 }"));
-    assert!(s.contains("ct state established,related accept"));
+    assert!(s.contains("ct state established,related oif \"lo\" accept"));
+    assert!(
+        s.contains("ct state established,related ip daddr @peer_addrs accept"),
+        "no replies to strangers"
+    );
     assert!(s.contains("oif \"lo\" tcp dport @job_ports accept"));
     assert!(s.contains("meta nfproto ipv6 reject"));
     assert!(s.contains("meta l4proto tcp reject with tcp reset\n\t\treject with icmpx type admin-prohibited"));
