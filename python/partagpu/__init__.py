@@ -2,7 +2,8 @@
 """PartaGPU, the Python side: pooling lab machines for PyTorch training.
 
 * :func:`discover` lists the machines of the room as the local service (partagpud) sees
-  them, as :class:`Peer` objects (with their :class:`Gpu` list and :class:`Limits`), over
+  them, as :class:`Peer` objects (with their :class:`Gpu` list, :class:`Limits` and
+  :class:`Runtime` list), over
   the system D-Bus. ``python -m partagpu peers`` prints the same as a table or JSON.
 * :mod:`partagpu.pgr` implements PGR/1, the encrypted peer protocol specified in
   ``docs/protocol.md``, independent of the Rust one in ``src/core`` and checked against the
@@ -27,6 +28,7 @@ _LAZY_EXPORTS = {
     "Peer": "partagpu.peers",
     "Gpu": "partagpu.peers",
     "Limits": "partagpu.peers",
+    "Runtime": "partagpu.peers",
     "PartaGPUError": "partagpu.errors",
     "ServiceUnavailableError": "partagpu.errors",
     "ServiceError": "partagpu.errors",
@@ -37,7 +39,7 @@ __all__ = ["__version__", *_LAZY_EXPORTS]
 if TYPE_CHECKING:
     from partagpu.errors import PartaGPUError, ServiceError, ServiceUnavailableError
     from partagpu.fleet import Fleet, discover, read_fleet
-    from partagpu.peers import Gpu, Limits, Peer
+    from partagpu.peers import Gpu, Limits, Peer, Runtime
 
 
 def __getattr__(name: str) -> Any:

@@ -23,7 +23,8 @@ from partagpu.peers import Peer, format_bytes, plural
 EXIT_OK = 0
 EXIT_ERROR = 1
 
-TABLE_COLUMNS = ("NAME", "STATE", "CPU", "RAM", "GPU", "LENDS", "ADDRESS", "ONLINE")
+TABLE_COLUMNS = ("NAME", "STATE", "CPU", "RAM", "GPU", "JOBS", "LENDS", "ADDRESS", "ONLINE",
+                 "RUNTIMES")
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -77,6 +78,13 @@ def _memory_summary(peer: Peer) -> str:
     return f"{format_bytes(total)} {100 * used / total:.0f}%"
 
 
+def _runtimes_summary(peer: Peer) -> str:
+    # torch's version tells runtimes apart at a glance; --json has every version.
+    cells = [f"{r.name} (torch {r.torch})" if r.torch is not None else f"{r.name} (Python {r.python})"
+             for r in peer.runtimes]
+    return " · ".join(cells) or "none"
+
+
 def table_row(peer: Peer, now: datetime) -> tuple[str, ...]:
     """One line of the table: sizes with how busy they are, what the machine lends."""
     return (
@@ -85,9 +93,11 @@ def table_row(peer: Peer, now: datetime) -> tuple[str, ...]:
         f"{plural(peer.cpu_cores, 'CPU')} {peer.cpu_usage_percent:.0f}%",
         _memory_summary(peer),
         _gpu_summary(peer),
+        str(peer.jobs_running) if peer.updated is not None else "-",
         peer.limits.describe(),
         peer.address or "-",
         _online(peer, now),
+        _runtimes_summary(peer),
     )
 
 

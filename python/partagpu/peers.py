@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The machines of the room as the local partagpud sees them: :class:`Peer`, :class:`Gpu`
-and :class:`Limits`, read from the D-Bus property ``Fleet1.Members`` (see
+"""The machines of the room as the local partagpud sees them: :class:`Peer`, :class:`Gpu`,
+:class:`Limits` and :class:`Runtime`, read from the D-Bus property ``Fleet1.Members`` (see
 ``dbus/org.partagpu.PartaGPU.Daemon.xml``).
 
 A member is a D-Bus dictionary ``a{sv}``. Keys may be added by newer services, so unknown
@@ -92,12 +92,45 @@ class Limits:
                 "gpu_percent": self.gpu_percent}
 
 
+@dataclass(frozen=True)
+class Runtime:
+    """A Python runtime a machine offers to jobs: its name (what a job asks for), its Python
+    version, and the torch and CUDA versions of its torch (None without torch, or for a CPU
+    build of torch). Jobs that run together need the same name and versions."""
+
+    name: str
+    python: str
+    torch: str | None = None
+    cuda: str | None = None
+
+    def describe(self) -> str:
+        """``torch (Python 3.12.3, torch 2.5.1+cu121, CUDA 12.1)``."""
+        parts = [f"Python {self.python}"]
+        if self.torch is not None:
+            parts.append(f"torch {self.torch}")
+        if self.cuda is not None:
+            parts.append(f"CUDA {self.cuda}")
+        return f"{self.name} ({', '.join(parts)})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "python": self.python, "torch": self.torch, "cuda": self.cuda}
+
+    @classmethod
+    def from_dbus(cls, fields: tuple[str, str, str, str]) -> Runtime:
+        """One ``(ssss)``: an empty torch or CUDA version means none."""
+        name, python, torch, cuda = fields
+        return cls(name=name, python=python, torch=torch or None, cuda=cuda or None)
+
+
 @dataclass(frozen=True, repr=False)
 class Peer:
     """One machine of the room: this one (``local``) or a verified member, online or not.
 
     ``address`` is None when unknown; ``updated`` is None when the machine never sent its
-    state. Live values (``cpu_usage_percent``, memory, load, GPUs) are as of ``updated``.
+    state. Live values (``cpu_usage_percent``, memory, load, GPUs, ``jobs_running``) are as
+    of ``updated``. ``jobs_running`` counts the jobs running or paused on it for anyone;
+    ``runtimes`` lists the Python runtimes it offers to jobs, the default first (0 and none
+    from a service older than job execution).
     """
 
     name: str
@@ -120,6 +153,8 @@ class Peer:
     load_average: tuple[float, float, float]
     gpus: tuple[Gpu, ...]
     gpu_status: str
+    jobs_running: int = 0
+    runtimes: tuple[Runtime, ...] = ()
 
     def __repr__(self) -> str:
         presence = "local" if self.local else "online" if self.online else "offline"
@@ -147,6 +182,8 @@ class Peer:
             "load_average": list(self.load_average),
             "gpus": [gpu.to_json() for gpu in self.gpus],
             "gpu_status": self.gpu_status,
+            "jobs_running": self.jobs_running,
+            "runtimes": [runtime.to_json() for runtime in self.runtimes],
         }
 
     @classmethod
@@ -180,6 +217,9 @@ class Peer:
             load_average=(_finite(load[0]), _finite(load[1]), _finite(load[2])),
             gpus=tuple(Gpu(*fields) for fields in member.get("gpus", "a(ussttu)", [])),
             gpu_status=member.get("gpu_status", "s", "unavailable: not reported"),
+            jobs_running=member.get("jobs_running", "u", 0),
+            runtimes=tuple(Runtime.from_dbus(fields)
+                           for fields in member.get("runtimes", "a(ssss)", [])),
         )
 
 

@@ -30,6 +30,9 @@ def local_member(now_ms: int = NOW_MS) -> dict[str, tuple[str, Any]]:
         "load_average": ("(ddd)", (0.5, 0.25, 0.125)),
         "gpus": ("a(ussttu)", [(0, "NVIDIA GeForce RTX 3060", GPU_UUID, 12 * GIB, 3 * GIB, 40)]),
         "gpu_status": ("s", "available"), "updated": ("t", now_ms - 1500),
+        "jobs_running": ("u", 1),
+        "runtimes": ("a(ssss)", [("torch", "3.12.3", "2.5.1+cu121", "12.1"),
+                                 ("system", "3.12.3", "", "")]),
     }
 
 
@@ -45,8 +48,9 @@ def online_member(now_ms: int = NOW_MS) -> dict[str, tuple[str, Any]]:
         "memory_available": ("t", 2 * GIB), "load_average": ("(ddd)", (1.5, 1.0, 0.75)),
         "gpus": ("a(ussttu)", []), "gpu_status": ("s", "unavailable: no NVML on this machine"),
         "updated": ("t", now_ms - 2000),
+        "jobs_running": ("u", 3), "runtimes": ("a(ssss)", [("cpu", "3.11.9", "2.5.1+cpu", "")]),
         # Keys a later partagpud may add: the client must skip them, whatever their type.
-        "jobs_running": ("u", 3), "tags": ("as", ["lab-b", "night"]),
+        "tags": ("as", ["lab-b", "night"]),
         "accelerators": ("a{sv}", {"npu": ("b", True)}),
     }
 

@@ -16,7 +16,7 @@ from fleet_samples import (
     GIB, GPU_UUID, LOCAL_ID, NOW_MS, OFFLINE_ID, ONLINE_ID, ROOM_ID, fleet_properties,
     local_member, offline_member, online_member,
 )
-from partagpu import Gpu, Limits, Peer, ServiceError, ServiceUnavailableError
+from partagpu import Gpu, Limits, Peer, Runtime, ServiceError, ServiceUnavailableError
 
 NOW = datetime(2026, 1, 1, 0, 0, 0, 123000, tzinfo=timezone.utc)
 
@@ -43,12 +43,15 @@ def test_discover_decodes_every_key(system_bus):
         load_average=(0.5, 0.25, 0.125),
         gpus=(Gpu(index=0, name="NVIDIA GeForce RTX 3060", uuid=GPU_UUID,
                   memory_total_bytes=12 * GIB, memory_used_bytes=3 * GIB, utilization_percent=40),),
-        gpu_status="available")
+        gpu_status="available", jobs_running=1,
+        runtimes=(Runtime("torch", "3.12.3", "2.5.1+cu121", "12.1"), Runtime("system", "3.12.3")))
     assert local.last_seen.tzinfo is timezone.utc
     # The member with keys from the future: they are skipped, the known ones still read.
     assert (online.address, online.state, online.cpu_cores, online.gpus) == ("10.0.0.5:7655", "paused", 2, ())
     assert online.gpu_status == "unavailable: no NVML on this machine"
     assert online.limits == Limits(cpu_percent=25, ram_bytes=GIB // 2, gpu_percent=0)
+    assert online.jobs_running == 3
+    assert online.runtimes == (Runtime(name="cpu", python="3.11.9", torch="2.5.1+cpu", cuda=None),)
 
 
 def test_missing_keys_take_neutral_defaults(system_bus):
@@ -62,6 +65,7 @@ def test_missing_keys_take_neutral_defaults(system_bus):
     assert offline.limits == Limits(0, 0, 0) and offline.gpus == ()
     assert offline.load_average == (0.0, 0.0, 0.0)
     assert offline.gpu_status == "unavailable: not reported"
+    assert (offline.jobs_running, offline.runtimes) == (0, ())
 
 
 def test_this_machine_comes_first_even_when_the_service_lists_it_later(system_bus):
@@ -93,6 +97,12 @@ def test_to_json_gives_times_in_ms_and_null_for_unknowns(system_bus):
     assert local.to_json()["gpus"][0] == {
         "index": 0, "name": "NVIDIA GeForce RTX 3060", "uuid": GPU_UUID,
         "memory_total_bytes": 12 * GIB, "memory_used_bytes": 3 * GIB, "utilization_percent": 40}
+    assert local.to_json()["jobs_running"] == 1
+    assert local.to_json()["runtimes"] == [
+        {"name": "torch", "python": "3.12.3", "torch": "2.5.1+cu121", "cuda": "12.1"},
+        {"name": "system", "python": "3.12.3", "torch": None, "cuda": None}]
+    assert local.runtimes[0].describe() == "torch (Python 3.12.3, torch 2.5.1+cu121, CUDA 12.1)"
+    assert offline.to_json()["runtimes"] == [] and offline.to_json()["jobs_running"] == 0
 
 
 def test_read_fleet_reads_room_and_announcements(system_bus):

@@ -15,7 +15,7 @@ from fleet_samples import GIB, GPU_UUID, LOCAL_ID, ROOM_ID, fleet_properties
 
 MEMBER_KEYS = {"node_id", "fingerprint", "name", "local", "verified", "online", "address",
                "last_seen_ms", "updated_ms", "version", "state", "limits", "cpu", "memory",
-               "load_average", "gpus", "gpu_status"}
+               "load_average", "gpus", "gpu_status", "jobs_running", "runtimes"}
 
 
 def run_peers(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
@@ -54,7 +54,9 @@ def test_json_has_the_shape_partagpuctl_prints(system_bus):
         "gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 3060", "uuid": GPU_UUID,
                   "memory_total_bytes": 12 * GIB, "memory_used_bytes": 3 * GIB,
                   "utilization_percent": 40}],
-        "gpu_status": "available"}
+        "gpu_status": "available", "jobs_running": 1,
+        "runtimes": [{"name": "torch", "python": "3.12.3", "torch": "2.5.1+cu121", "cuda": "12.1"},
+                     {"name": "system", "python": "3.12.3", "torch": None, "cuda": None}]}
     assert document["members"][2]["updated_ms"] is None
     assert document["members"][1]["address"] == "10.0.0.5:7655"
     assert document["unverified"] == [{"address": "10.0.0.9:7655",
@@ -77,20 +79,22 @@ def test_human_output_is_a_table(system_bus):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == f"Room 'salle 12' ({ROOM_ID}), 3 machines"
-    assert lines[1].split() == ["NAME", "STATE", "CPU", "RAM", "GPU", "LENDS", "ADDRESS", "ONLINE"]
+    assert lines[1].split() == ["NAME", "STATE", "CPU", "RAM", "GPU", "JOBS", "LENDS", "ADDRESS",
+                                "ONLINE", "RUNTIMES"]
     # Columns line up: every cell starts where its heading does.
-    starts = [lines[1].index(heading) for heading in ("STATE", "LENDS", "ONLINE")]
+    starts = [lines[1].index(heading) for heading in ("STATE", "JOBS", "LENDS", "ONLINE", "RUNTIMES")]
     local, online, offline = lines[2:5]
-    assert [local[start - 2:start] for start in starts] == ["  "] * 3
+    assert [local[start - 2:start] for start in starts] == ["  "] * 5
     assert local.split("  ")[0] == "pc-01 (this machine)"
     assert local[starts[0]:].startswith("sharing")
     for row, cells in [
-        (local, ["sharing", "16 CPUs 12%", "32.0 GiB 25%", "1 GPU 40%",
-                 "CPU 50% RAM 4.0 GiB GPU 75%", "-", "yes"]),
-        (online, ["paused", "2 CPUs 87%", "8.0 GiB 75%", "unavailable",
-                  "CPU 25% RAM 512 MiB GPU 0%", "10.0.0.5:7655", "yes"]),
-        (offline, ["unknown", "0 CPUs 0%", "-", "unavailable", "CPU 0% RAM 0 B GPU 0%", "-",
-                   "no, seen 5 min ago"]),
+        (local, ["sharing", "16 CPUs 12%", "32.0 GiB 25%", "1 GPU 40%", "1",
+                 "CPU 50% RAM 4.0 GiB GPU 75%", "-", "yes",
+                 "torch (torch 2.5.1+cu121) · system (Python 3.12.3)"]),
+        (online, ["paused", "2 CPUs 87%", "8.0 GiB 75%", "unavailable", "3",
+                  "CPU 25% RAM 512 MiB GPU 0%", "10.0.0.5:7655", "yes", "cpu (torch 2.5.1+cpu)"]),
+        (offline, ["unknown", "0 CPUs 0%", "-", "unavailable", "-", "CPU 0% RAM 0 B GPU 0%", "-",
+                   "no, seen 5 min ago", "none"]),
     ]:
         assert [cell.strip() for cell in row.split("  ") if cell.strip()][1:] == cells
     assert lines[5:] == [

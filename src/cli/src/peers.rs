@@ -3,6 +3,7 @@
 
 use anyhow::Result;
 use partagpu_client::{Client, FleetView, Peer};
+use partagpu_core::fleet::RuntimeInfo;
 use partagpu_core::size::format_size;
 use serde::Serialize;
 
@@ -54,7 +55,18 @@ fn seen(peer: &Peer, now: u64) -> String {
     }
 }
 
-fn row(peer: &Peer, now: u64) -> [String; 7] {
+/// `torch (torch 2.5.1)`, or `system (Python 3.12.3)` without torch: what tells runtimes
+/// apart at a glance (`--json` has every version).
+fn runtime_cell(runtime: &RuntimeInfo) -> String {
+    match &runtime.torch {
+        Some(torch) => format!("{} (torch {torch})", runtime.name),
+        None => format!("{} (Python {})", runtime.name, runtime.python),
+    }
+}
+
+const COLUMNS: usize = 9;
+
+fn row(peer: &Peer, now: u64) -> [String; COLUMNS] {
     let name = match (peer.local, peer.name.is_empty()) {
         (true, _) => format!("{} (this machine)", peer.name),
         (false, true) => format!("({}…)", &peer.node_id[..peer.node_id.len().min(8)]),
@@ -76,13 +88,16 @@ fn row(peer: &Peer, now: u64) -> [String; 7] {
         format_size(peer.limits.ram_bytes),
         peer.limits.gpu_percent
     );
+    let no_state = peer.state.is_empty();
+    let runtimes = if peer.runtimes.is_empty() {
+        "none".to_owned()
+    } else {
+        let cells: Vec<String> = peer.runtimes.iter().map(runtime_cell).collect();
+        cells.join(" · ")
+    };
     [
         name,
-        if peer.state.is_empty() {
-            "?".into()
-        } else {
-            peer.state.clone()
-        },
+        if no_state { "?".into() } else { peer.state.clone() },
         seen(peer, now),
         format!("{} × {:.0} %", peer.cpu.cores, peer.cpu.usage_percent),
         format!(
@@ -91,7 +106,13 @@ fn row(peer: &Peer, now: u64) -> [String; 7] {
             format_size(peer.memory.total_bytes)
         ),
         gpus,
+        if no_state {
+            "?".into()
+        } else {
+            peer.jobs_running.to_string()
+        },
         lends,
+        runtimes,
     ]
 }
 
@@ -112,11 +133,14 @@ fn render(room: Option<&RoomRef>, fleet: &FleetView, now: u64) -> String {
             ));
         }
     }
-    let header = ["NAME", "STATE", "SEEN", "CPU", "MEMORY", "GPUS", "LENDS"].map(str::to_owned);
-    let rows: Vec<[String; 7]> = std::iter::once(header)
+    let header = [
+        "NAME", "STATE", "SEEN", "CPU", "MEMORY", "GPUS", "JOBS", "LENDS", "RUNTIMES",
+    ]
+    .map(str::to_owned);
+    let rows: Vec<[String; COLUMNS]> = std::iter::once(header)
         .chain(fleet.members.iter().map(|p| row(p, now)))
         .collect();
-    let mut widths = [0usize; 7];
+    let mut widths = [0usize; COLUMNS];
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());

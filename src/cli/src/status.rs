@@ -2,11 +2,12 @@
 //! `status` and `limits show` output.
 
 use anyhow::Result;
+use partagpu_client::StatusView;
+use partagpu_core::fleet::RuntimeInfo;
 use partagpu_core::size::format_size;
-use partagpu_core::status::MachineStatus;
 use partagpu_core::{GpuProbeStatus, Limits};
 
-pub fn print(status: &MachineStatus, json: bool) -> Result<()> {
+pub fn print(status: &StatusView, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(status)?);
     } else {
@@ -33,7 +34,16 @@ fn render_limits(limits: &Limits) -> String {
     )
 }
 
-fn render(status: &MachineStatus) -> String {
+/// `torch (Python 3.12.3, torch 2.5.1+cu121, CUDA 12.1)`; `system (Python 3.12.3)`.
+pub fn describe_runtime(runtime: &RuntimeInfo) -> String {
+    let mut parts = vec![format!("Python {}", runtime.python)];
+    parts.extend(runtime.torch.as_ref().map(|torch| format!("torch {torch}")));
+    parts.extend(runtime.cuda.as_ref().map(|cuda| format!("CUDA {cuda}")));
+    format!("{} ({})", runtime.name, parts.join(", "))
+}
+
+fn render(view: &StatusView) -> String {
+    let status = &view.machine;
     let r = &status.resources;
     let cpu_model = if r.cpu.model.is_empty() {
         "unknown CPU"
@@ -59,8 +69,17 @@ fn render(status: &MachineStatus) -> String {
             .collect::<Vec<_>>()
             .join("\n              "),
     };
+    let runtimes = if view.runtimes.is_empty() {
+        "none (jobs cannot run here)".to_owned()
+    } else {
+        view.runtimes
+            .iter()
+            .map(describe_runtime)
+            .collect::<Vec<_>>()
+            .join("\n              ")
+    };
     format!(
-        "{name} — {state}\n  Lending     {limits}\n  CPU         {cpu_model}, {cores} cores, {usage:.1} % busy, load {l1:.2} {l5:.2} {l15:.2}\n  Memory      {available} available of {total}\n  GPUs        {gpus}\n  Peer port   {port}\n  Version     {version}\n",
+        "{name} — {state}\n  Lending     {limits}\n  CPU         {cpu_model}, {cores} cores, {usage:.1} % busy, load {l1:.2} {l5:.2} {l15:.2}\n  Memory      {available} available of {total}\n  GPUs        {gpus}\n  Runtimes    {runtimes}\n  Peer port   {port}\n  Version     {version}\n",
         name = status.display_name,
         state = status.state.as_str(),
         limits = render_limits(&status.limits).trim_start_matches("Lending "),

@@ -9,10 +9,11 @@ use std::collections::HashMap;
 use serde::Serialize;
 use zbus::zvariant::{OwnedValue, Value};
 
+use partagpu_core::fleet::RuntimeInfo;
 use partagpu_core::{CpuInfo, GpuInfo, Limits, MemoryInfo};
 
-use crate::proxies::WireGpu;
-use crate::{gpu_from_wire, Client, ClientError};
+use crate::proxies::{WireGpu, WireRuntime};
+use crate::{gpu_from_wire, runtime_from_wire, Client, ClientError};
 
 /// A machine of the room (this one included).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,6 +52,10 @@ pub struct Peer {
     pub gpus: Vec<GpuInfo>,
     /// "available" or "unavailable: reason".
     pub gpu_status: String,
+    /// Jobs running or paused on it now (0 from a service older than job execution).
+    pub jobs_running: u32,
+    /// The Python runtimes it offers to jobs, the default first.
+    pub runtimes: Vec<RuntimeInfo>,
 }
 
 /// An announcement of this room that is not a verified member.
@@ -110,6 +115,7 @@ pub fn parse_member(entry: &HashMap<String, OwnedValue>) -> Peer {
     let bytes = |key| get::<u64>(entry, key).unwrap_or(0);
     let (one, five, fifteen) = get::<(f64, f64, f64)>(entry, "load_average").unwrap_or_default();
     let gpus: Vec<WireGpu> = get(entry, "gpus").unwrap_or_default();
+    let runtimes: Vec<WireRuntime> = get(entry, "runtimes").unwrap_or_default();
     Peer {
         node_id: text("node_id"),
         fingerprint: text("fingerprint"),
@@ -139,6 +145,8 @@ pub fn parse_member(entry: &HashMap<String, OwnedValue>) -> Peer {
         load_average: [one, five, fifteen],
         gpus: gpus.into_iter().map(gpu_from_wire).collect(),
         gpu_status: text("gpu_status"),
+        jobs_running: count("jobs_running"),
+        runtimes: runtimes.into_iter().map(runtime_from_wire).collect(),
     }
 }
 

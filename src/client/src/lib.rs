@@ -14,11 +14,13 @@ pub mod workspace;
 
 use std::collections::HashMap;
 
+use partagpu_core::fleet::RuntimeInfo;
 use partagpu_core::journal::{SecurityEvent, Severity};
 use partagpu_core::status::MachineStatus;
 use partagpu_core::{
     CpuInfo, GpuInfo, GpuProbeStatus, Limits, LimitsUpdate, LoadAverage, MemoryInfo, Resources, SharingState,
 };
+use serde::Serialize;
 use zbus::zvariant::Value;
 
 pub use error::ClientError;
@@ -39,6 +41,29 @@ pub(crate) fn gpu_from_wire(
         memory_used_bytes,
         utilization_percent,
     }
+}
+
+/// A runtime from its bus form (`Machine1.Runtimes`, a `Fleet1` member's "runtimes"): ""
+/// is "none".
+pub(crate) fn runtime_from_wire((name, python, torch, cuda): proxies::WireRuntime) -> RuntimeInfo {
+    let some = |text: String| Some(text).filter(|t| !t.is_empty());
+    RuntimeInfo {
+        name,
+        python,
+        torch: some(torch),
+        cuda: some(cuda),
+    }
+}
+
+/// What `partagpuctl status` shows: the machine's status and the runtimes jobs may use
+/// here. Its JSON is [`MachineStatus`]'s with a `runtimes` list added.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatusView {
+    /// What the machine has, lends and does now.
+    #[serde(flatten)]
+    pub machine: MachineStatus,
+    /// Python runtimes jobs may use here, the default first.
+    pub runtimes: Vec<RuntimeInfo>,
 }
 
 /// A connection to the local `partagpud`.
@@ -123,11 +148,36 @@ impl Client {
         &self.sharing
     }
 
+    /// What this machine has, lends and does now, and its runtimes.
+    ///
+    /// # Errors
+    /// [`ClientError::NotRunning`] when no service answers, or another bus error.
+    pub async fn status(&self) -> Result<StatusView, ClientError> {
+        Ok(StatusView {
+            machine: self.machine_status().await?,
+            runtimes: self.runtimes().await?,
+        })
+    }
+
+    /// The Python runtimes jobs may use here (none from a service older than job execution).
+    ///
+    /// # Errors
+    /// A bus error other than an unknown property.
+    pub async fn runtimes(&self) -> Result<Vec<RuntimeInfo>, ClientError> {
+        match self.machine.runtimes().await {
+            Ok(runtimes) => Ok(runtimes.into_iter().map(runtime_from_wire).collect()),
+            Err(zbus::Error::FDO(error)) if matches!(*error, zbus::fdo::Error::UnknownProperty(_)) => {
+                Ok(Vec::new())
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
     /// What this machine has, lends and does now.
     ///
     /// # Errors
     /// [`ClientError::NotRunning`] when no service answers, or another bus error.
-    pub async fn status(&self) -> Result<MachineStatus, ClientError> {
+    pub async fn machine_status(&self) -> Result<MachineStatus, ClientError> {
         let resources = self.resources().await?;
         let state = self.sharing.state().await?;
         Ok(MachineStatus {

@@ -12,6 +12,9 @@ use zbus::zvariant::Value;
 /// A GPU on the bus: (index, name, uuid, memory total, memory used, utilisation %).
 pub type WireGpu = (u32, String, String, u64, u64, u32);
 
+/// A runtime on the bus: (name, python version, torch version or "", CUDA version or "").
+pub type WireRuntime = (String, String, String, String);
+
 /// A security event on the bus: (seq, time ms, severity, kind, source, node id, message, count).
 pub type WireEvent = (u64, u64, String, String, String, String, String, u32);
 
@@ -52,6 +55,9 @@ pub trait Machine1 {
     /// TCP port of PGR/1.
     #[zbus(property)]
     fn peer_port(&self) -> zbus::Result<u16>;
+    /// Python runtimes jobs may use here.
+    #[zbus(property)]
+    fn runtimes(&self) -> zbus::Result<Vec<WireRuntime>>;
 }
 
 /// `org.partagpu.PartaGPU.Daemon.Sharing1`.

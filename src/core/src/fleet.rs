@@ -17,6 +17,14 @@ pub const STATE_OP: &str = "fleet.state";
 pub const MAX_GPUS: usize = 64;
 /// Longest model, GPU name, UUID, version or probe reason, in characters.
 pub const MAX_TEXT_CHARS: usize = 128;
+/// Most runtimes a machine may report.
+pub const MAX_RUNTIMES: usize = 16;
+/// Longest runtime name, in characters (`[a-z0-9][a-z0-9._-]{0,31}`).
+pub const MAX_RUNTIME_NAME_CHARS: usize = 32;
+/// Longest Python, torch or CUDA version of a runtime, in printable ASCII characters.
+pub const MAX_VERSION_CHARS: usize = 64;
+/// Most jobs a machine may say it runs.
+pub const MAX_JOBS_RUNNING: u32 = 10_000;
 
 /// One machine as it describes itself to the room.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +47,58 @@ pub struct NodeState {
     pub gpus: Vec<GpuInfo>,
     /// Whether the GPU list means anything.
     pub gpu_probe: GpuProbeStatus,
+    /// Jobs running (or paused) on it now, for any submitter. Absent from older members: 0.
+    #[serde(default)]
+    pub jobs_running: u32,
+    /// The Python runtimes it offers to jobs, the default first. Absent from older members.
+    #[serde(default)]
+    pub runtimes: Vec<RuntimeInfo>,
+}
+
+/// A Python runtime a machine offers to jobs, as the room sees it: jobs that must run
+/// together need machines with the same name and versions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeInfo {
+    /// Name jobs ask for, e.g. "torch".
+    pub name: String,
+    /// Python version, e.g. "3.12.3".
+    pub python: String,
+    /// `torch.__version__`, when torch imports.
+    pub torch: Option<String>,
+    /// `torch.version.cuda`, when torch is a CUDA build.
+    pub cuda: Option<String>,
+}
+
+impl RuntimeInfo {
+    /// Whether `name` is a runtime name: `[a-z0-9][a-z0-9._-]{0,31}`.
+    #[must_use]
+    pub fn valid_name(name: &str) -> bool {
+        let mut chars = name.chars();
+        let first_ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        first_ok
+            && name.len() <= MAX_RUNTIME_NAME_CHARS
+            && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+    }
+
+    /// Whether `text` is a version: 1 to [`MAX_VERSION_CHARS`] printable ASCII characters.
+    #[must_use]
+    pub fn valid_version(text: &str) -> bool {
+        !text.is_empty()
+            && text.len() <= MAX_VERSION_CHARS
+            && text.bytes().all(|b| (0x20..=0x7e).contains(&b))
+    }
+
+    /// Checks the bounds of §7.5.
+    #[must_use]
+    pub fn fits(&self) -> bool {
+        let optional = |v: &Option<String>| v.as_deref().is_none_or(Self::valid_version);
+        Self::valid_name(&self.name)
+            && Self::valid_version(&self.python)
+            && optional(&self.torch)
+            && optional(&self.cuda)
+    }
 }
 
 /// A REQUEST body of a control session.
@@ -130,6 +190,12 @@ impl NodeState {
             if !short_text(reason) {
                 return Err(StateError::Invalid("gpu_probe"));
             }
+        }
+        if self.jobs_running > MAX_JOBS_RUNNING {
+            return Err(StateError::Invalid("jobs_running"));
+        }
+        if self.runtimes.len() > MAX_RUNTIMES || !self.runtimes.iter().all(RuntimeInfo::fits) {
+            return Err(StateError::Invalid("runtimes"));
         }
         Ok(())
     }

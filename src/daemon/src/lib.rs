@@ -39,7 +39,7 @@ use zbus::fdo::{RequestNameFlags, RequestNameReply};
 use crate::args::Args;
 use crate::config::{Config, ConfigError};
 use crate::discovery::Discovery;
-use crate::fleet::local::{node_state, LocalPublisher};
+use crate::fleet::local::{node_state, runtime_infos, LocalPublisher};
 use crate::fleet::Fleet;
 use crate::jobs::manager::JobManager;
 use crate::journal::SecurityJournal;
@@ -230,6 +230,7 @@ pub async fn run(args: Args) -> Result<(), StartError> {
         machine: Arc::clone(&machine),
         store: Arc::clone(&store),
         version: version.to_owned(),
+        jobs: std::sync::OnceLock::new(),
     });
     let peer = Arc::new(PeerContext::new(
         Arc::clone(&room),
@@ -265,11 +266,16 @@ pub async fn run(args: Args) -> Result<(), StartError> {
         args.fake_gpus.is_some(),
     )
     .await;
+    // Before Machine1 is served: nobody can have read the empty list, no signal is due.
+    let _ = machine.set_runtimes(runtime_infos(&executor.runtimes));
     let jobs = JobManager::open(executor, &args.state_dir, Arc::clone(&store), room.info().node_id)?;
     let _ = peer.jobs.set(jobs.clone());
     for entry in jobs.recover() {
         tokio::spawn(jobs::remote::follow(jobs.clone(), Arc::clone(&peer), entry, None));
     }
+    // The room learns the runtimes and the jobs running here from now on.
+    local.attach_jobs(jobs.clone());
+    tokio::spawn(Arc::clone(&local).follow_jobs());
 
     let connection = connect(&machine, &store, &journal, &membership, &jobs).await?;
     // Bound after the bus name is ours, so a second instance says "name taken" rather than

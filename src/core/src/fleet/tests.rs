@@ -32,6 +32,21 @@ fn sample() -> NodeState {
             utilization_percent: 40,
         }],
         gpu_probe: GpuProbeStatus::Available,
+        jobs_running: 2,
+        runtimes: vec![
+            RuntimeInfo {
+                name: "torch".into(),
+                python: "3.12.3".into(),
+                torch: Some("2.5.1+cu121".into()),
+                cuda: Some("12.1".into()),
+            },
+            RuntimeInfo {
+                name: "system".into(),
+                python: "3.12.3".into(),
+                torch: None,
+                cuda: None,
+            },
+        ],
     }
 }
 
@@ -82,12 +97,79 @@ fn out_of_bounds_states_are_refused_by_field() {
             "gpu_probe",
             Box::new(|s| s.gpu_probe = GpuProbeStatus::Unavailable("\n".into())),
         ),
+        (
+            "jobs_running",
+            Box::new(|s| s.jobs_running = MAX_JOBS_RUNNING + 1),
+        ),
+        (
+            "runtimes",
+            Box::new(|s| s.runtimes = vec![s.runtimes[0].clone(); MAX_RUNTIMES + 1]),
+        ),
+        ("runtimes", Box::new(|s| s.runtimes[0].name = String::new())),
+        ("runtimes", Box::new(|s| s.runtimes[0].name = "Torch".into())),
+        ("runtimes", Box::new(|s| s.runtimes[0].name = "-torch".into())),
+        ("runtimes", Box::new(|s| s.runtimes[0].name = "torch 2".into())),
+        ("runtimes", Box::new(|s| s.runtimes[0].name = "t".repeat(33))),
+        ("runtimes", Box::new(|s| s.runtimes[0].name = "tørch".into())),
+        ("runtimes", Box::new(|s| s.runtimes[0].python = String::new())),
+        ("runtimes", Box::new(|s| s.runtimes[0].python = "3".repeat(65))),
+        ("runtimes", Box::new(|s| s.runtimes[0].python = "3.12\n".into())),
+        (
+            "runtimes",
+            Box::new(|s| s.runtimes[0].torch = Some("2.5.1\u{1b}[2J".into())),
+        ),
+        (
+            "runtimes",
+            Box::new(|s| s.runtimes[0].torch = Some("2.5.1-é".into())),
+        ),
+        (
+            "runtimes",
+            Box::new(|s| s.runtimes[0].torch = Some(String::new())),
+        ),
+        (
+            "runtimes",
+            Box::new(|s| s.runtimes[1].cuda = Some("1".repeat(65))),
+        ),
     ];
     for (field, change) in cases {
         let mut state = sample();
         change(&mut state);
         assert_eq!(state.check(), Err(StateError::Invalid(field)), "{field}");
     }
+}
+
+#[test]
+fn the_job_and_runtime_bounds_are_inclusive() {
+    let mut state = sample();
+    state.jobs_running = MAX_JOBS_RUNNING;
+    state.runtimes = (0..MAX_RUNTIMES)
+        .map(|i| RuntimeInfo {
+            name: format!("{i}{}", "a._-".repeat(10))[..MAX_RUNTIME_NAME_CHARS].to_owned(),
+            python: "3".repeat(MAX_VERSION_CHARS),
+            torch: Some(" ~!".repeat(21)),
+            cuda: None,
+        })
+        .collect();
+    assert_eq!(state.check(), Ok(()));
+    state.runtimes.clear();
+    state.jobs_running = 0;
+    assert_eq!(state.check(), Ok(()), "no runtime, no job");
+}
+
+#[test]
+fn a_state_of_an_older_member_reads_as_no_job_and_no_runtime() {
+    let mut value = serde_json::to_value(sample()).unwrap();
+    let object = value.as_object_mut().unwrap();
+    object.remove("jobs_running");
+    object.remove("runtimes");
+    let state: NodeState = serde_json::from_value(value).unwrap();
+    assert_eq!((state.jobs_running, state.runtimes), (0, Vec::new()));
+    let runtime = &serde_json::to_value(sample()).unwrap()["runtimes"][1];
+    assert_eq!(
+        runtime,
+        &serde_json::json!({"name": "system", "python": "3.12.3", "torch": null, "cuda": null}),
+        "the wire form of §7.5"
+    );
 }
 
 #[test]

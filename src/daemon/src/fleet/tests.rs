@@ -25,6 +25,8 @@ fn state(name: &str) -> NodeState {
         load: LoadAverage::default(),
         gpus: Vec::new(),
         gpu_probe: GpuProbeStatus::Unavailable("no NVML".into()),
+        jobs_running: 0,
+        runtimes: Vec::new(),
     }
 }
 

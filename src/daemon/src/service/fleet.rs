@@ -10,7 +10,7 @@ use partagpu_core::fleet::NodeState;
 use zbus::object_server::InterfaceRef;
 use zbus::zvariant::{OwnedValue, Value};
 
-use super::machine::wire_gpus;
+use super::machine::{wire_gpus, wire_runtimes};
 use crate::fleet::{Fleet, Member, Revisions};
 use crate::peer::now_ms;
 
@@ -61,6 +61,8 @@ fn put_state(entry: &mut WireMember, state: &NodeState) {
     );
     put(entry, "gpus", wire_gpus(&state.gpus));
     put(entry, "gpu_status", state.gpu_probe.to_wire());
+    put(entry, "jobs_running", state.jobs_running);
+    put(entry, "runtimes", wire_runtimes(&state.runtimes));
 }
 
 fn wire_member(member: &Member, now: u64) -> WireMember {

@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, RwLock};
 
+use partagpu_core::fleet::RuntimeInfo;
 use partagpu_core::Resources;
 use zbus::object_server::SignalEmitter;
 
@@ -11,6 +12,7 @@ pub struct MachineState {
     version: String,
     peer_port: u16,
     resources: RwLock<Resources>,
+    runtimes: RwLock<Vec<RuntimeInfo>>,
 }
 
 /// Which live properties differ between two probes.
@@ -21,6 +23,7 @@ pub struct Changed {
     load: bool,
     gpus: bool,
     gpu_status: bool,
+    runtimes: bool,
 }
 
 impl MachineState {
@@ -31,7 +34,32 @@ impl MachineState {
             version,
             peer_port,
             resources: RwLock::new(resources),
+            runtimes: RwLock::new(Vec::new()),
         }
+    }
+
+    /// The runtimes jobs may use here (none until the executor has probed them).
+    #[must_use]
+    pub fn runtimes(&self) -> Vec<RuntimeInfo> {
+        self.runtimes
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sets the runtimes once the executor has probed them, and says whether they changed
+    /// (for [`MachineIface::emit`]).
+    pub fn set_runtimes(&self, runtimes: Vec<RuntimeInfo>) -> Changed {
+        let mut current = self
+            .runtimes
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let changed = Changed {
+            runtimes: *current != runtimes,
+            ..Changed::default()
+        };
+        *current = runtimes;
+        changed
     }
 
     /// The latest probe.
@@ -65,6 +93,7 @@ impl MachineState {
             load: current.load != next.load,
             gpus: current.gpus != next.gpus,
             gpu_status: current.gpu_probe != next.gpu_probe,
+            runtimes: false,
         };
         *current = next;
         changed
@@ -87,6 +116,26 @@ pub fn wire_gpus(gpus: &[partagpu_core::GpuInfo]) -> Vec<WireGpu> {
                 g.memory_total_bytes,
                 g.memory_used_bytes,
                 g.utilization_percent,
+            )
+        })
+        .collect()
+}
+
+/// A runtime as it travels on the bus: (name, python version, torch version or "", CUDA
+/// version or "").
+pub type WireRuntime = (String, String, String, String);
+
+/// Runtimes in their bus form (`Machine1.Runtimes`, and each `Fleet1` member's "runtimes").
+#[must_use]
+pub fn wire_runtimes(runtimes: &[RuntimeInfo]) -> Vec<WireRuntime> {
+    runtimes
+        .iter()
+        .map(|r| {
+            (
+                r.name.clone(),
+                r.python.clone(),
+                r.torch.clone().unwrap_or_default(),
+                r.cuda.clone().unwrap_or_default(),
             )
         })
         .collect()
@@ -123,6 +172,9 @@ impl MachineIface {
         }
         if changed.gpu_status {
             self.gpu_status_changed(emitter).await?;
+        }
+        if changed.runtimes {
+            self.runtimes_changed(emitter).await?;
         }
         Ok(())
     }
@@ -179,5 +231,10 @@ impl MachineIface {
     #[zbus(property(emits_changed_signal = "const"))]
     fn peer_port(&self) -> u16 {
         self.state.peer_port
+    }
+
+    #[zbus(property)]
+    fn runtimes(&self) -> Vec<WireRuntime> {
+        wire_runtimes(&self.state.runtimes())
     }
 }

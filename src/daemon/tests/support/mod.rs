@@ -52,6 +52,8 @@ pub fn node_state(name: &str) -> NodeState {
         load: LoadAverage::default(),
         gpus: Vec::new(),
         gpu_probe: GpuProbeStatus::Unavailable("no NVML in tests".into()),
+        jobs_running: 0,
+        runtimes: Vec::new(),
     }
 }
 
