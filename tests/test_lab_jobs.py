@@ -260,3 +260,19 @@ def test_kill_9_of_the_executing_service_reports_lost_and_leaves_nothing(jobs_la
     assert logs.returncode == 0 and "tick 0\ntick 1\n" in logs.stdout, "the output written before the crash is kept"
     there = on(2, "partagpuctl", "job", "logs", short)
     assert there.stdout == logs.stdout, "the submitter has all of it, once"
+
+
+def test_a_local_job_and_a_machine_that_does_not_lend(jobs_lab, tmp_path):
+    local = on(1, "partagpuctl", "run", "--", "python3", "-c", "print('here')")
+    assert local.returncode == 0 and local.stdout == "here\n", local.stderr
+    record = job_on(1, short_id(local.stderr))
+    assert record["role"] == "both" and record["node_name"] == "lab-1"
+    assert on(2, "partagpuctl", "sharing", "off").returncode == 0
+    try:
+        refused = submit("--", "true")
+        assert refused.returncode == 1
+        assert "sharing is off on lab-2: it takes no new jobs" in refused.stderr
+    finally:
+        assert on(2, "partagpuctl", "sharing", "on").returncode == 0
+    gpu = submit("--gpus", "1", "--", "true")
+    assert gpu.returncode == 1 and "lab-2 lends 0 GPU(s), the job asked for 1" in gpu.stderr

@@ -16,8 +16,9 @@ use crate::args::JobCommand;
 
 /// Most output bytes asked for at once.
 const LOG_CHUNK: u32 = 64 << 10;
-/// How long to wait before asking again when no output came.
-pub const POLL: Duration = Duration::from_millis(200);
+/// How long to wait before asking again when no output came (a bus round trip costs far
+/// less; this bounds how late a line appears).
+pub const POLL: Duration = Duration::from_millis(50);
 /// Widest command shown in the table.
 const COMMAND_WIDTH: usize = 40;
 
@@ -169,7 +170,12 @@ pub fn span(ms: u64) -> String {
 }
 
 fn command_line(argv: &[String], width: usize) -> String {
-    let line = argv.join(" ");
+    // A newline or an escape in an argument would break the table (or drive the terminal).
+    let line: String = argv
+        .join(" ")
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     if line.chars().count() <= width {
         return line;
     }

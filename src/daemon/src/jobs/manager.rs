@@ -90,6 +90,8 @@ pub struct JobEntry {
     record: Mutex<JobRecord>,
     /// Set once to ask the job to stop.
     pub stop: watch::Sender<Option<Stop>>,
+    /// Bytes of log so far, so followers wake as soon as output arrives.
+    pub output: watch::Sender<u64>,
 }
 
 impl JobEntry {
@@ -98,6 +100,7 @@ impl JobEntry {
     pub fn new(record: JobRecord) -> Self {
         Self {
             handle: record.job.clone(),
+            output: watch::channel(record.log_bytes).0,
             record: Mutex::new(record),
             stop: watch::channel(None).0,
         }
@@ -183,6 +186,7 @@ impl Shared {
     /// Notes new output (in memory: the log file itself is the durable copy).
     pub fn note_output(&self, entry: &JobEntry, log_len: u64) {
         entry.lock().log_bytes = log_len;
+        entry.output.send_replace(log_len);
     }
 
     /// Registers an entry.
@@ -372,9 +376,12 @@ impl JobManager {
                 policy.display_name
             )));
         }
-        if spec.resources.gpus > 0 {
+        let gpus = shared.exec.gpus.len();
+        let wanted = usize::try_from(spec.resources.gpus).unwrap_or(usize::MAX);
+        if wanted > 0 && (gpus < wanted || policy.limits.gpu_percent == 0) {
+            let lent = if policy.limits.gpu_percent == 0 { 0 } else { gpus };
             return Err(JobError::Refused(format!(
-                "{} lends no GPU to jobs",
+                "{} lends {lent} GPU(s), the job asked for {wanted}",
                 policy.display_name
             )));
         }

@@ -97,13 +97,18 @@ async fn connect(peer: &PeerContext, address: SocketAddr, node_id: &str) -> Resu
     Ok(channel)
 }
 
+/// The next record, within [`ANSWER_WITHIN`].
+async fn receive(channel: &mut Channel) -> Result<partagpu_core::protocol::Record, String> {
+    channel
+        .reader
+        .recv_before(Instant::now() + ANSWER_WITHIN)
+        .await
+        .map_err(|e| e.to_string())
+}
+
 async fn answer(channel: &mut Channel) -> Result<JobReply, String> {
     loop {
-        let record = channel
-            .reader
-            .recv_before(Instant::now() + ANSWER_WITHIN)
-            .await
-            .map_err(|e| e.to_string())?;
+        let record = receive(channel).await?;
         match record.record_type {
             RecordType::Response => {
                 return serde_json::from_slice(&record.body).map_err(|_| "an invalid answer".to_owned())
@@ -409,11 +414,7 @@ async fn fetch_all(
         let mut hash = Sha256::new();
         let mut got = 0u64;
         loop {
-            let record = channel
-                .reader
-                .recv_before(Instant::now() + ANSWER_WITHIN)
-                .await
-                .map_err(|e| e.to_string())?;
+            let record = receive(channel).await?;
             match record.record_type {
                 RecordType::Data => {
                     got += record.body.len() as u64;

@@ -22,7 +22,7 @@ use super::spool::append_log;
 use super::store::files;
 
 /// How often output is moved to the log and limits are checked.
-const TICK: Duration = Duration::from_millis(200);
+const TICK: Duration = Duration::from_millis(100);
 /// How long a freeze may take before it is reported as failed.
 const FREEZE_WITHIN: Duration = Duration::from_secs(1);
 
@@ -205,7 +205,7 @@ fn begin_stop(cause: Stop, cgroup: &dyn JobCgroup, shared: &Shared) -> Stopping 
     };
     let next = match first {
         Some(signal) => {
-            let _ = cgroup.signal_all(signal);
+            signal_job(cgroup, signal);
             let after = if signal == Signal::INT {
                 Signal::TERM
             } else {
@@ -221,12 +221,28 @@ fn begin_stop(cause: Stop, cgroup: &dyn JobCgroup, shared: &Shared) -> Stopping 
     Stopping { cause, next }
 }
 
+/// Signals the job's own processes, not bubblewrap: the outer bwrap dies of SIGINT or SIGTERM
+/// and takes the sandbox with it (--die-with-parent), which would kill the job before it
+/// could act on the signal (write its last lines, save a checkpoint). SIGKILL, later, is
+/// for everything.
+fn signal_job(cgroup: &dyn JobCgroup, signal: Signal) {
+    for pid in cgroup.pids().unwrap_or_default() {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim_end() == "bwrap" {
+            continue;
+        }
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(pid, signal);
+        }
+    }
+}
+
 fn escalate(cgroup: &dyn JobCgroup, signal: Signal, shared: &Shared, stopping: Option<&mut Stopping>) {
     let next = if signal == Signal::KILL {
         let _ = cgroup.kill_all();
         None
     } else {
-        let _ = cgroup.signal_all(signal);
+        signal_job(cgroup, signal);
         Some((Instant::now() + shared.exec.settings.stop_grace, Signal::KILL))
     };
     if let Some(stopping) = stopping {

@@ -211,6 +211,7 @@ async fn follow(
     incoming: &mut Incoming,
 ) -> Result<(), &'static str> {
     let mut changes = jobs.shared.subscribe();
+    let mut output = entry.output.subscribe();
     let mut told: Option<JobRecord> = None;
     loop {
         let (data, next, complete) = jobs.logs(entry, offset, CHUNK).map_err(|_| "closed")?;
@@ -233,6 +234,7 @@ async fn follow(
         tokio::select! {
             _ = tokio::time::sleep(FOLLOW_POLL) => {}
             _ = changes.recv() => {}
+            _ = output.changed() => {}
             got = incoming.recv() => match got {
                 Some(Ok(record)) if record.record_type == RecordType::Request => {
                     match serde_json::from_slice::<JobRequest>(&record.body) {
