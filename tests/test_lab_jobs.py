@@ -276,3 +276,22 @@ def test_a_local_job_and_a_machine_that_does_not_lend(jobs_lab, tmp_path):
         assert on(2, "partagpuctl", "sharing", "on").returncode == 0
     gpu = submit("--gpus", "1", "--", "true")
     assert gpu.returncode == 1 and "lab-2 lends 0 GPU(s), the job asked for 1" in gpu.stderr
+
+
+def test_the_owner_s_sliders_reach_a_running_job_at_once(jobs_lab):
+    detached = submit("--detach", "--", "python3", "hog.py", "ticks")
+    assert detached.returncode == 0, detached.stderr
+    handle = detached.stdout.strip()
+    quota = next(Path("/sys/fs/cgroup").glob(f"cpu*/partagpu-lab-m2-jobs/{handle}/cpu.cfs_quota_us"), None)
+    memory = Path(f"/sys/fs/cgroup/memory/partagpu-lab-m2-jobs/{handle}/memory.limit_in_bytes")
+    try:
+        wait_until("the job runs", lambda: job_on(2, handle.split("-")[1][:8])["state"] == "running", timeout=15)
+        cores = os.cpu_count()
+        assert quota is not None and int(quota.read_text()) == 100_000 * cores * 50 // 100
+        assert on(2, "partagpuctl", "limits", "set", "--cpu", "10", "--ram", "1G").returncode == 0
+        wait_until("the new limits apply", lambda: int(quota.read_text()) == 100_000 * cores * 10 // 100
+                   and int(memory.read_text()) == 1 << 30, timeout=2, interval=0.05)
+    finally:
+        on(2, "partagpuctl", "limits", "set", "--cpu", "50", "--ram", "2G")
+        on(1, "partagpuctl", "job", "cancel", handle)
+    wait_until("cancelled", lambda: job_on(2, handle.split("-")[1][:8])["state"] == "cancelled", timeout=10)
