@@ -76,10 +76,20 @@ impl Lab {
         format!("--net=/run/netns/{ns}")
     }
 
-    fn serve(&mut self, ns: &str, host: &str, ports: &[&str]) {
-        let mut child = Command::new("nsenter")
-            .arg(self.netns(ns))
-            .args([self.python, "-c", SERVER, host])
+    /// Listens in netns `ns` on `ports`, inside the job's cgroup or not.
+    fn serve(&mut self, ns: &str, in_job: bool, host: &str, ports: &[&str]) {
+        let enter = if in_job {
+            format!("echo $$ > {} && ", self.cgroup.join("cgroup.procs").display())
+        } else {
+            String::new()
+        };
+        let script = format!(
+            "{enter}exec nsenter {} {} -c \"$0\" \"$@\"",
+            self.netns(ns),
+            self.python
+        );
+        let mut child = Command::new("sh")
+            .args(["-c", &script, SERVER, host])
             .args(ports)
             .stdout(Stdio::piped())
             .spawn()
@@ -161,8 +171,10 @@ fn only_the_job_cgroup_is_confined_to_its_peers() {
          for n in {na} {nb}; do ip -n $n link set lo up; done
          ip -n {na} link set pgv0 up; ip -n {nb} link set pgv1 up"
     ));
-    lab.serve(&nb, "0.0.0.0", &["29500", "7655"]);
-    lab.serve(&na, "0.0.0.0", &["29501", "8000"]);
+    lab.serve(&nb, false, "0.0.0.0", &["29500", "7655"]);
+    // The job listens on its port and on an ephemeral one (gloo does); the host on 8000.
+    lab.serve(&na, true, "0.0.0.0", &["29501", "40123"]);
+    lab.serve(&na, false, "0.0.0.0", &["8000"]);
 
     let nft = Nft {
         netns: Some(PathBuf::from(format!("/run/netns/{na}"))),
@@ -221,7 +233,17 @@ fn only_the_job_cgroup_is_confined_to_its_peers() {
             "TimeoutError",
         ),
         (
-            "non-peer -> other port",
+            "peer -> job's ephemeral port",
+            lab.connect(&nb, false, &a, 40123, Some(&b)),
+            "ok",
+        ),
+        (
+            "non-peer -> job's ephemeral port",
+            lab.connect(&nb, false, &a, 40123, Some(&format!("10.77.{x}.3"))),
+            "TimeoutError",
+        ),
+        (
+            "non-peer -> the host's own port",
             lab.connect(&nb, false, &a, 8000, Some(&format!("10.77.{x}.3"))),
             "ok",
         ),

@@ -202,13 +202,15 @@ pub fn rules(table: &str, cgroup_path: &str, peers: &[PeerAccess]) -> Result<Str
          \t\tmeta l4proto tcp reject with tcp reset\n\
          \t\treject with icmpx type admin-prohibited\n\t}\n",
     );
-    s.push_str(
-        "\tchain input {\n\t\ttype filter hook input priority 0; policy accept;\n\
-         \t\t# c10d/TCPStore and NCCL have no authentication: only peers may reach the job's ports.\n\
+    s.push_str(&format!(
+        "\tchain input {{\n\t\ttype filter hook input priority 0; policy accept;\n\
+         \t\t# c10d/TCPStore, gloo and NCCL have no authentication: only peers may reach the\n\
+         \t\t# job's sockets, on any port (gloo listens on ephemeral ones). The socket lookup\n\
+         \t\t# finds the local socket a packet is for, so the host's own sockets are untouched.\n\
          \t\t# Loopback is judged on output, where the sender's cgroup is known.\n\
-         \t\tiif != \"lo\" tcp dport @job_ports ip saddr != @peer_addrs drop\n\
-         \t\tiif != \"lo\" tcp dport @job_ports meta nfproto ipv6 drop\n\t}\n}\n",
-    );
+         \t\tiif != \"lo\" socket cgroupv2 level {level} \"{cgroup_path}\" ip saddr != @peer_addrs drop\n\
+         \t\tiif != \"lo\" socket cgroupv2 level {level} \"{cgroup_path}\" meta nfproto ipv6 drop\n\t}}\n}}\n",
+    ));
     Ok(s)
 }
 

@@ -41,7 +41,9 @@ fn script_allows_only_the_job_peers() {
     assert!(s.contains("oif \"lo\" tcp dport @job_ports accept"));
     assert!(s.contains("meta nfproto ipv6 reject"));
     assert!(s.contains("meta l4proto tcp reject with tcp reset\n\t\treject with icmpx type admin-prohibited"));
-    assert!(s.contains("iif != \"lo\" tcp dport @job_ports ip saddr != @peer_addrs drop"));
+    assert!(s.contains(
+        "iif != \"lo\" socket cgroupv2 level 2 \"partagpu-lab-m2/abc-0\" ip saddr != @peer_addrs drop"
+    ));
     // The established rule comes first, the catch-all reject last.
     let pos = |t: &str| s.find(t).unwrap();
     assert!(pos("ct state") < pos("ip daddr . tcp dport @peers accept"));
