@@ -128,7 +128,7 @@ def main():
             loss = F.binary_cross_entropy_with_logits(ddp(images), masks)
             loss.backward()
             optimizer.step()
-            total += torch.tensor([float(loss) * len(images), len(images)])
+            total += torch.tensor([loss.item() * len(images), len(images)])
             batches += 1
             if epoch == 0 and batches == 1:
                 print(f"rank {rank} on {host}: first step done", flush=True)

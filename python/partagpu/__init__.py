@@ -5,6 +5,10 @@
   them, as :class:`Peer` objects (with their :class:`Gpu` list, :class:`Limits` and
   :class:`Runtime` list), over
   the system D-Bus. ``python -m partagpu peers`` prints the same as a table or JSON.
+* :func:`distribute` runs a PyTorch DDP training across the room's machines, :func:`run`
+  one command on one machine; both return a :class:`Job` (output, state, artifacts, cancel),
+  and :func:`list_jobs` lists the jobs. ``python -m partagpu run`` and ``jobs`` do the same.
+  :mod:`partagpu.workspace` packs the files sent with a job.
 * :mod:`partagpu.pgr` implements PGR/1, the encrypted peer protocol specified in
   ``docs/protocol.md``, independent of the Rust one in ``src/core`` and checked against the
   same known-answer vectors.
@@ -29,15 +33,40 @@ _LAZY_EXPORTS = {
     "Gpu": "partagpu.peers",
     "Limits": "partagpu.peers",
     "Runtime": "partagpu.peers",
+    "distribute": "partagpu.distribute",
+    "run": "partagpu.distribute",
+    "Job": "partagpu.jobs",
+    "list_jobs": "partagpu.jobs",
     "PartaGPUError": "partagpu.errors",
     "ServiceUnavailableError": "partagpu.errors",
     "ServiceError": "partagpu.errors",
+    "RequestRefusedError": "partagpu.errors",
+    "InvalidArgumentError": "partagpu.errors",
+    "NotAuthorizedError": "partagpu.errors",
+    "JobNotFoundError": "partagpu.errors",
+    "JobRefusedError": "partagpu.errors",
+    "PeerFailedError": "partagpu.errors",
+    "NoPeersError": "partagpu.errors",
+    "RuntimeMismatchError": "partagpu.errors",
+    "NotInRoomError": "partagpu.errors",
+    "WrongRoomError": "partagpu.errors",
+    "WorkspaceError": "partagpu.errors",
+    "WorkspaceTooLargeError": "partagpu.errors",
+    "ArtifactError": "partagpu.errors",
+    "JobFailedError": "partagpu.errors",
 }
 
 __all__ = ["__version__", *_LAZY_EXPORTS]
 
 if TYPE_CHECKING:
-    from partagpu.errors import PartaGPUError, ServiceError, ServiceUnavailableError
+    from partagpu.distribute import distribute, run
+    from partagpu.errors import (ArtifactError, InvalidArgumentError, JobFailedError,
+                                 JobNotFoundError, JobRefusedError, NoPeersError,
+                                 NotAuthorizedError, NotInRoomError, PartaGPUError,
+                                 PeerFailedError, RequestRefusedError, RuntimeMismatchError,
+                                 ServiceError, ServiceUnavailableError, WorkspaceError,
+                                 WorkspaceTooLargeError, WrongRoomError)
+    from partagpu.jobs import Job, list_jobs
     from partagpu.fleet import Fleet, discover, read_fleet
     from partagpu.peers import Gpu, Limits, Peer, Runtime
 

@@ -3,16 +3,21 @@
 
 * ``peers [--json] [--timeout S]``: the machines of the room as the local partagpud sees
   them, as a table or as one JSON document (the shape of ``partagpuctl peers --json``).
+* ``run [--nodes N|NAME,NAME] [--workspace DIR] [--artifact PAT]... [--output DIR] SCRIPT
+  [ARGS...]``: one distributed training (``partagpu.distribute``), its output streamed.
+* ``jobs [--json]``: the jobs the local partagpud knows.
 
 (``python -m partagpu.pgr`` is the separate PGR/1 test peer.) Exit status: 0 on success,
-1 on any error, with one line on stderr saying what went wrong.
+1 on any error, with one line on stderr saying what went wrong, 130 after Ctrl+C.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 
@@ -22,6 +27,7 @@ from partagpu.peers import Peer, format_bytes, plural
 
 EXIT_OK = 0
 EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130
 
 TABLE_COLUMNS = ("NAME", "STATE", "CPU", "RAM", "GPU", "JOBS", "LENDS", "ADDRESS", "ONLINE",
                  "RUNTIMES")
@@ -135,6 +141,55 @@ def run_peers(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _nodes(text: str) -> int | list[str]:
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError("--nodes is a number of machines or names separated by commas")
+    return names
+
+
+def _gpus(text: str) -> str | int:
+    if text == "auto" or (text.isdigit() and int(text) <= 16):
+        return text if text == "auto" else int(text)
+    raise argparse.ArgumentTypeError("--gpus-per-node is auto or a number from 0 to 16")
+
+
+def run_training(args: argparse.Namespace) -> int:
+    from partagpu.distribute import distribute
+
+    try:
+        # Without --workspace, the script's own folder travels (not the whole current one).
+        workspace = args.workspace or os.path.dirname(os.path.abspath(args.script))
+        distribute(args.script, *args.args, nodes=args.nodes, workspace=workspace,
+                   artifacts=args.artifact if args.artifact else ("model.pt", "metrics.json"),
+                   runtime=args.runtime, gpus_per_node=args.gpus_per_node,
+                   timeout=args.timeout, output=args.output)
+    except KeyboardInterrupt:
+        print("partagpu: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (PartaGPUError, TimeoutError, OSError, ValueError) as error:
+        print(f"partagpu: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    from partagpu.jobs import format_jobs, list_jobs
+
+    try:
+        records = list_jobs()
+    except PartaGPUError as error:
+        print(f"partagpu: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps(records, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    print(format_jobs(records, time.time_ns() // 1_000_000))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _ArgumentParser(prog="python -m partagpu",
                              description="PartaGPU from Python: ask the local partagpud.")
@@ -148,6 +203,30 @@ def build_parser() -> argparse.ArgumentParser:
     peers.add_argument("--timeout", type=_timeout, default=5.0, metavar="S",
                        help="give up after S seconds without an answer (default 5)")
     peers.set_defaults(handler=run_peers)
+    run = commands.add_parser("run", help="run a distributed training across the room",
+                              description="Run SCRIPT (inside the workspace) with torchrun on "
+                                          "machines of the room; stream its output and save "
+                                          "its artifacts.")
+    run.add_argument("--nodes", type=_nodes, default=None, metavar="N|NAME,NAME",
+                     help="how many machines, or which (default: every eligible one)")
+    run.add_argument("--workspace", default=None, metavar="DIR",
+                     help="folder sent (default: the script's folder)")
+    run.add_argument("--artifact", action="append", default=[], metavar="PAT",
+                     help="file to bring back from rank 0, may repeat (default model.pt and metrics.json)")
+    run.add_argument("--output", default=None, metavar="DIR",
+                     help="where artifacts go (default: the workspace)")
+    run.add_argument("--runtime", default=None, metavar="NAME", help="the Python runtime to use")
+    run.add_argument("--gpus-per-node", type=_gpus, default="auto", metavar="N",
+                     help="GPUs per machine (default: those lent)")
+    run.add_argument("--timeout", type=float, default=None, metavar="S",
+                     help="cancel after S seconds")
+    run.add_argument("script", metavar="SCRIPT")
+    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+    run.set_defaults(handler=run_training)
+    jobs = commands.add_parser("jobs", help="list the jobs of this machine",
+                               description="List the jobs the local partagpud knows, newest first.")
+    jobs.add_argument("--json", action="store_true", help="print the records as one JSON array")
+    jobs.set_defaults(handler=run_jobs)
     return parser
 
 

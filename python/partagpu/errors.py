@@ -20,3 +20,107 @@ class ServiceUnavailableError(PartaGPUError):
 class ServiceError(PartaGPUError):
     """partagpud answered, but not what this package understands: it refused the request,
     lacks the interface (an older version), or sent a value of another D-Bus type."""
+
+
+# --- Jobs -------------------------------------------------------------------------------
+
+DAEMON_ERROR_PREFIX = "org.partagpu.PartaGPU.Daemon.Error."
+
+
+class RequestRefusedError(ServiceError):
+    """partagpud refused a call with one of its own errors
+    (``org.partagpu.PartaGPU.Daemon.Error.<Name>``): ``dbus_name`` is that name and the
+    message is the service's sentence, unchanged."""
+
+    def __init__(self, message: str, dbus_name: str = "") -> None:
+        super().__init__(message)
+        self.dbus_name = dbus_name
+
+
+class InvalidArgumentError(RequestRefusedError, ValueError):
+    """The service's validation refused the request (a bad spec, workspace or name)."""
+
+
+class NotAuthorizedError(RequestRefusedError, PermissionError):
+    """polkit refused the caller, or the job belongs to another user."""
+
+
+class JobNotFoundError(RequestRefusedError, LookupError):
+    """No such job (or no such artifact of it) on this machine."""
+
+
+class JobRefusedError(RequestRefusedError):
+    """The machine(s) would not take the job now: sharing off, paused, busy, too few GPUs."""
+
+
+class PeerFailedError(RequestRefusedError):
+    """A member of the room could not be reached or failed the exchange."""
+
+
+class StorageFailedError(RequestRefusedError):
+    """The service could not write the job to its journal."""
+
+
+class NoPeersError(JobRefusedError):
+    """No machine of the room is eligible for the job (none shares, all are paused, too few
+    asked-for machines can take part, …); the message says why for each machine."""
+
+
+class RuntimeMismatchError(NoPeersError):
+    """The job's runtime (or its torch version) is missing or different on the machines."""
+
+
+class NotInRoomError(RequestRefusedError):
+    """The operation needs a room and this machine is in none (``partagpuctl room join``)."""
+
+
+WrongRoomError = NotInRoomError
+
+
+class WorkspaceError(PartaGPUError, ValueError):
+    """The workspace cannot be sent: a symbolic link, a special file, a bad name, or the
+    script is not inside it."""
+
+
+class WorkspaceTooLargeError(WorkspaceError):
+    """The workspace exceeds 16 MiB or 4096 entries; the message names the largest files."""
+
+
+class ArtifactError(PartaGPUError):
+    """An artifact could not be brought back safely: a name outside the output directory,
+    or a size or SHA-256 that is not what the job announced."""
+
+
+class JobFailedError(PartaGPUError):
+    """The job ended in a state other than ``succeeded``; ``record`` is its last record,
+    ``state`` and ``reason`` come from it."""
+
+    def __init__(self, message: str, record: dict[str, object]) -> None:
+        super().__init__(message)
+        self.record = record
+        self.state = str(record.get("state", ""))
+        reason = record.get("reason")
+        self.reason = reason if isinstance(reason, str) else None
+
+
+_NO_PEERS_HINTS = ("no machine", "can take part", "eligible")
+
+
+def from_bus_error(name: str, message: str) -> RequestRefusedError:
+    """The exception for a partagpud error reply: mapped by its D-Bus name; ``JobRefused``
+    and ``PeerFailed`` become :class:`RuntimeMismatchError` when the message is about the
+    runtime, :class:`NoPeersError` when it says no machine can take the job."""
+    short = name.removeprefix(DAEMON_ERROR_PREFIX) if name.startswith(DAEMON_ERROR_PREFIX) else ""
+    lowered = message.lower()
+    kind: type[RequestRefusedError]
+    if short in ("JobRefused", "PeerFailed") and "runtime" in lowered:
+        kind = RuntimeMismatchError
+    elif short in ("JobRefused", "PeerFailed") and any(h in lowered for h in _NO_PEERS_HINTS):
+        kind = NoPeersError
+    else:
+        kind = {"InvalidArgument": InvalidArgumentError, "NotAuthorized": NotAuthorizedError,
+                "JobNotFound": JobNotFoundError, "JobRefused": JobRefusedError,
+                "PeerFailed": PeerFailedError, "StorageFailed": StorageFailedError,
+                "NotInRoom": NotInRoomError}.get(short, RequestRefusedError)
+    text = message if kind is not RequestRefusedError or not name else f"{message} ({name})"
+    return kind(text or f"partagpud refused the request ({name})", dbus_name=name)

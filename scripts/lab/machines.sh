@@ -312,6 +312,10 @@ setup_machine_files() {
     # Machines share one kernel: each keeps its job cgroups in its own subtree.
     printf 'display_name = "lab-%s"\n\n[jobs]\ncgroup_root = "%s-m%s-jobs"\n' \
         "$index" "$CGROUP_NAME" "$index" >"$m/partagpu.toml"
+    # A Python with torch for training jobs (scripts/test and scripts/demo pass their venv's).
+    if [[ -n ${PARTAGPU_LAB_TORCH:-} ]]; then
+        printf '\n[[jobs.runtimes]]\nname = "torch"\npython = "%s"\n' "$PARTAGPU_LAB_TORCH" >>"$m/partagpu.toml"
+    fi
     conf=$(<"$BUS_TEMPLATE")
     conf=${conf//@SOCKET@/"$(bus_socket "$index")"}
     conf=${conf//@POLICY@/"$BUS_POLICY"}

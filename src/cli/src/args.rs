@@ -84,8 +84,12 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Where to run: a member's name or node id (default: this machine).
-    #[arg(long, value_name = "NAME|ID")]
+    #[arg(long, value_name = "NAME|ID", conflicts_with = "nodes")]
     pub node: Option<String>,
+    /// Train across machines of the room instead: CMD is a PyTorch script started with
+    /// torchrun on each; "all", a number, or names separated by commas.
+    #[arg(long, value_name = "all|N|NAMES")]
+    pub nodes: Option<String>,
     /// Directory sent as the job's working directory (default: an empty one).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,

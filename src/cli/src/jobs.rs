@@ -155,6 +155,10 @@ pub fn place(record: &JobRecord) -> String {
         JobRole::Both => "here".to_owned(),
         JobRole::Submitted => format!("→ {}", machine(&record.node_name, &record.node)),
         JobRole::Here => format!("{} → here", machine(&record.submitter_name, &record.submitter)),
+        JobRole::Group => {
+            let names: Vec<&str> = record.parts.iter().map(|p| p.node_name.as_str()).collect();
+            format!("→ {}", names.join(", "))
+        }
     }
 }
 

@@ -54,13 +54,17 @@ pub async fn run(client: &Client, args: RunArgs) -> Result<u8> {
     };
     let spec = build_spec(&args, random_id()?, &workspace)?;
     let jobs = client.jobs();
-    let handle = jobs
-        .submit(
-            &serde_json::to_string(&spec)?,
-            &workspace.tar,
-            args.node.as_deref().unwrap_or(""),
-        )
-        .await?;
+    let spec_json = serde_json::to_string(&spec)?;
+    let handle = match args.nodes.as_deref() {
+        Some(nodes) => {
+            let nodes = if nodes == "all" { "" } else { nodes };
+            jobs.distribute(&spec_json, &workspace.tar, nodes).await?
+        }
+        None => {
+            jobs.submit(&spec_json, &workspace.tar, args.node.as_deref().unwrap_or(""))
+                .await?
+        }
+    };
     if args.detach {
         println!("{handle}");
         eprintln!(
@@ -200,7 +204,7 @@ fn outcome(record: &JobRecord, saved: &[(ArtifactInfo, PathBuf)], now: u64) -> (
 fn executor(record: &JobRecord) -> String {
     match record.role {
         JobRole::Here | JobRole::Both => "this machine".to_owned(),
-        JobRole::Submitted => place(record).trim_start_matches("→ ").to_owned(),
+        JobRole::Submitted | JobRole::Group => place(record).trim_start_matches("→ ").to_owned(),
     }
 }
 

@@ -57,6 +57,20 @@ impl Jobs<'_> {
         Ok(self.proxy.submit(spec_json, workspace, node).await?)
     }
 
+    /// Starts a DDP training (`spec_json`'s argv is the script and its arguments) on `nodes`
+    /// ("" every eligible machine, a count, or names separated by commas).
+    ///
+    /// # Errors
+    /// The service's refusal (no eligible machine, runtime mismatch, …) or a bus error.
+    pub async fn distribute(
+        &self,
+        spec_json: &str,
+        workspace: &[u8],
+        nodes: &str,
+    ) -> Result<String, ClientError> {
+        Ok(self.proxy.distribute(spec_json, workspace, nodes).await?)
+    }
+
     /// Every job known here, newest first: the JSON array of `JobRecord`s the service sent.
     ///
     /// # Errors

@@ -6,6 +6,7 @@ pub mod artifacts;
 pub mod cgroup;
 pub mod exec;
 pub mod gpu;
+pub mod group;
 pub mod launch;
 pub mod manager;
 pub mod netfilter;
@@ -37,6 +38,7 @@ pub async fn executor(
     cores: u32,
     gpus: Vec<u32>,
     fake_gpus: bool,
+    node_id: &str,
 ) -> Executor {
     let mut settings = JobSettings::default();
     if let Some(seconds) = config.pause_grace_s {
@@ -98,5 +100,6 @@ pub async fn executor(
         cores,
         gpus,
         mps: gpu::mps_for(fake_gpus, &runtime_dir.join("mps")),
+        hostname: format!("pg-{}", node_id.get(..12).unwrap_or(node_id)),
     }
 }

@@ -264,6 +264,7 @@ pub async fn run(args: Args) -> Result<(), StartError> {
         cores,
         gpu_indices,
         args.fake_gpus.is_some(),
+        &room.info().node_id,
     )
     .await;
     // Before Machine1 is served: nobody can have read the empty list, no signal is due.
@@ -271,7 +272,11 @@ pub async fn run(args: Args) -> Result<(), StartError> {
     let jobs = JobManager::open(executor, &args.state_dir, Arc::clone(&store), room.info().node_id)?;
     let _ = peer.jobs.set(jobs.clone());
     for entry in jobs.recover() {
-        tokio::spawn(jobs::remote::follow(jobs.clone(), Arc::clone(&peer), entry, None));
+        if entry.record().role == partagpu_core::job::record::JobRole::Group {
+            tokio::spawn(jobs::group::coordinate(jobs.clone(), Arc::clone(&peer), entry));
+        } else {
+            tokio::spawn(jobs::remote::follow(jobs.clone(), Arc::clone(&peer), entry, None));
+        }
     }
     // The room learns the runtimes and the jobs running here from now on.
     local.attach_jobs(jobs.clone());

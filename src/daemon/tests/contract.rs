@@ -10,7 +10,7 @@ use partagpu_core::{CpuInfo, GpuProbeStatus, LoadAverage, MemoryInfo, Resources}
 use partagpu_daemon::config::Config;
 use partagpu_daemon::fleet::local::node_state;
 use partagpu_daemon::fleet::Fleet;
-use partagpu_daemon::jobs::exec::{Executor, JobSettings};
+use partagpu_daemon::jobs::exec::Executor;
 use partagpu_daemon::jobs::manager::JobManager;
 use partagpu_daemon::journal::SecurityJournal;
 use partagpu_daemon::membership::Membership;
@@ -110,18 +110,7 @@ async fn served_interfaces_match_the_contract_file() {
     let resources = resources();
     let state = node_state("0.0.0", &resources, &store.policy());
     let fleet = Arc::new(Fleet::new(room.info().node_id, 7655, state));
-    let executor = Executor {
-        settings: JobSettings::default(),
-        cgroups: Err("not in this test".into()),
-        user: Err("not in this test".into()),
-        runtimes: Vec::new(),
-        launcher: PathBuf::from("/nonexistent"),
-        unified_mount: PathBuf::from("/nonexistent"),
-        run_dir: dir.path().join("run"),
-        cores: 4,
-        gpus: Vec::new(),
-        mps: partagpu_daemon::jobs::gpu::mps_for(true, dir.path()),
-    };
+    let executor = Executor::disabled(dir.path().join("run"), "not in this test");
     let jobs = JobManager::open(executor, dir.path(), Arc::clone(&store), room.info().node_id).unwrap();
     let membership = Membership {
         peer: Arc::new(PeerContext::new(

@@ -152,7 +152,7 @@ fn job_sees_only_its_sandbox() {
         CHECK_PY.len() as u64
     );
     let etc = tmp.path().join("job/etc");
-    write_etc(&etc, &user, "pg-job").unwrap();
+    write_etc(&etc, &user, "pg-job", None).unwrap();
 
     let argv = ["python3".to_owned(), "/workspace/probe/check.py".to_owned()];
     let env = BTreeMap::from([("HOST_PID".to_owned(), std::process::id().to_string())]);

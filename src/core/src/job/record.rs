@@ -16,6 +16,25 @@ pub enum JobRole {
     Submitted,
     /// Submitted from here and executed here.
     Both,
+    /// A distributed training coordinated from here: its parts run on the members.
+    Group,
+}
+
+/// One machine's part of a group job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobPart {
+    /// The part's own handle (a job record of its own).
+    pub job: String,
+    /// Node id of the machine running it.
+    pub node: String,
+    /// Its display name.
+    pub node_name: String,
+    /// Its torchrun node rank (0 hosts the rendezvous and saves the artifacts).
+    pub node_rank: u32,
+    /// Processes it runs (GPUs there, or one CPU process).
+    pub processes: u32,
+    /// Its state, as last seen.
+    pub state: JobState,
 }
 
 /// One job as `Jobs1` shows it. Keys may be added; readers ignore unknown ones.
@@ -84,4 +103,7 @@ pub struct JobRecord {
     /// CPU time used, µs.
     #[serde(default)]
     pub cpu_usage_us: Option<u64>,
+    /// For a group job: its parts, by node rank.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<JobPart>,
 }

@@ -85,7 +85,8 @@ pub fn jobs_running(jobs: &JobManager) -> u32 {
         .iter()
         .map(|entry| entry.record())
         .filter(|record| {
-            record.role != JobRole::Submitted && matches!(record.state, JobState::Running | JobState::Paused)
+            matches!(record.role, JobRole::Here | JobRole::Both)
+                && matches!(record.state, JobState::Running | JobState::Paused)
         })
         .count();
     u32::try_from(count).unwrap_or(u32::MAX).min(MAX_JOBS_RUNNING)
@@ -184,7 +185,7 @@ mod tests {
 
     use super::*;
     use crate::config::Config;
-    use crate::jobs::exec::{Executor, JobSettings};
+    use crate::jobs::exec::Executor;
     use crate::jobs::manager::JobEntry;
 
     fn runtime(name: &str, python: &str, torch: Option<&str>, cuda: Option<&str>) -> Runtime {
@@ -241,18 +242,7 @@ mod tests {
     async fn jobs_running_counts_running_and_paused_jobs_executed_here() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SharingStore::open(dir.path(), &Config::default(), 8 << 30, "pc").unwrap());
-        let executor = Executor {
-            settings: JobSettings::default(),
-            cgroups: Err("not in this test".into()),
-            user: Err("not in this test".into()),
-            runtimes: Vec::new(),
-            launcher: PathBuf::from("/nonexistent"),
-            unified_mount: PathBuf::from("/nonexistent"),
-            run_dir: dir.path().join("run"),
-            cores: 4,
-            gpus: Vec::new(),
-            mps: crate::jobs::gpu::mps_for(true, dir.path()),
-        };
+        let executor = Executor::disabled(dir.path().join("run"), "not in this test");
         let jobs = JobManager::open(executor, dir.path(), store, "b2".into()).unwrap();
         assert_eq!(jobs_running(&jobs), 0);
         let cases = [

@@ -74,6 +74,25 @@ pub struct Executor {
     pub gpus: Vec<u32>,
     /// The MPS control daemon that caps a job's share of each GPU.
     pub mps: Box<dyn MpsControl>,
+    /// The host name jobs see: one per machine (`pg-<node id prefix>`), because torchrun's
+    /// rendezvous tells nodes apart by host name and pid, and every sandbox's pid is 2.
+    pub hostname: String,
+}
+
+/// This machine's address among a peers-mode job's peers, if it is one of them.
+fn lan_address(spec: &JobSpec) -> Option<std::net::Ipv4Addr> {
+    let NetworkMode::Peers { peers } = &spec.network else {
+        return None;
+    };
+    let local: Vec<std::net::IpAddr> = if_addrs::get_if_addrs()
+        .ok()?
+        .into_iter()
+        .map(|i| i.ip())
+        .collect();
+    peers
+        .iter()
+        .map(|p| p.address)
+        .find(|a| local.contains(&std::net::IpAddr::V4(*a)))
 }
 
 /// What a job's GPUs add to its sandbox.
@@ -96,6 +115,24 @@ pub struct Started {
 }
 
 impl Executor {
+    /// An executor that refuses every job with `why` (tests, and machines that run none).
+    #[must_use]
+    pub fn disabled(run_dir: PathBuf, why: &str) -> Self {
+        Self {
+            settings: JobSettings::default(),
+            cgroups: Err(why.to_owned()),
+            user: Err(why.to_owned()),
+            runtimes: Vec::new(),
+            launcher: PathBuf::from("/nonexistent"),
+            unified_mount: PathBuf::from("/nonexistent"),
+            run_dir,
+            cores: 1,
+            gpus: Vec::new(),
+            mps: super::gpu::mps_for(true, Path::new("/nonexistent")),
+            hostname: "pg-none".into(),
+        }
+    }
+
     /// Why jobs cannot run here at all, if they cannot.
     #[must_use]
     pub fn unavailable(&self) -> Option<String> {
@@ -176,7 +213,7 @@ impl Executor {
         let made = fs::DirBuilder::new()
             .mode(0o755)
             .create(&etc)
-            .and_then(|()| super::sandbox::write_etc(&etc, user, "pg-job"));
+            .and_then(|()| super::sandbox::write_etc(&etc, user, &self.hostname, lan_address(spec)));
         if let Err(error) = made {
             cleanup(None);
             return Err(format!("the sandbox's /etc could not be written: {error}"));
@@ -247,7 +284,7 @@ impl Executor {
             tmp_bytes: self.settings.tmp_bytes,
             devices: &gpu.devices,
             ro_binds: &gpu.ro_binds,
-            hostname: "pg-job",
+            hostname: &self.hostname,
             etc_dir: &etc,
         };
         let args: Vec<OsString> = bwrap_args(&plan);

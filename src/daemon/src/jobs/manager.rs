@@ -154,7 +154,7 @@ impl Shared {
     /// The store a record lives in.
     #[must_use]
     pub fn store_of(&self, record: &JobRecord) -> &JobStore {
-        if record.role == JobRole::Submitted {
+        if matches!(record.role, JobRole::Submitted | JobRole::Group) {
             &self.submitted
         } else {
             &self.jobs
@@ -348,7 +348,7 @@ impl JobManager {
             .all()
             .iter()
             .map(|e| e.record())
-            .filter(|r| r.role != JobRole::Submitted && !r.state.is_terminal())
+            .filter(|r| matches!(r.role, JobRole::Here | JobRole::Both) && !r.state.is_terminal())
             .collect();
         if open.iter().filter(|r| r.submitter == spec.submitter).count() >= MAX_OPEN_PER_SUBMITTER
             || open.len() >= MAX_OPEN_JOBS
@@ -432,6 +432,7 @@ impl JobManager {
             log_bytes: 0,
             memory_peak_bytes: None,
             cpu_usage_us: None,
+            parts: Vec::new(),
         };
         match shared.jobs.create(&spec, &record) {
             Ok(true) => {}
@@ -503,7 +504,9 @@ impl JobManager {
             .shared
             .all()
             .into_iter()
-            .filter(|e| e.record().role != JobRole::Submitted && !e.record().state.is_terminal())
+            .filter(|e| {
+                matches!(e.record().role, JobRole::Here | JobRole::Both) && !e.record().state.is_terminal()
+            })
             .collect();
         for entry in &running {
             entry.stop.send_replace(Some(Stop::Shutdown));

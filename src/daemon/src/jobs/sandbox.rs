@@ -204,7 +204,12 @@ const GENERATED: [&str; 3] = ["passwd", "group", "hosts"];
 /// Writes the sandbox's `passwd`, `group` (root and the job user only: nothing about the
 /// host's accounts leaks, yet `getpass.getuser()` and `ls -l` work) and `hosts` (so
 /// `localhost` resolves without the host's file) into `etc_dir`, 0644.
-pub fn write_etc(etc_dir: &Path, user: &JobUser, hostname: &str) -> std::io::Result<()> {
+pub fn write_etc(
+    etc_dir: &Path,
+    user: &JobUser,
+    hostname: &str,
+    host_address: Option<std::net::Ipv4Addr>,
+) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -218,7 +223,11 @@ pub fn write_etc(etc_dir: &Path, user: &JobUser, hostname: &str) -> std::io::Res
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
     let host_line = if host_ok {
-        format!("127.0.1.1\t{hostname}\n")
+        // A job on the LAN (peers mode) resolves its own name to its LAN address: gloo and
+        // NCCL bind to what the host name resolves to, and torchrun's c10d rendezvous finds
+        // out it is the host by the same lookup.
+        let address = host_address.map_or_else(|| "127.0.1.1".to_owned(), |a| a.to_string());
+        format!("{address}\t{hostname}\n")
     } else {
         String::new()
     };

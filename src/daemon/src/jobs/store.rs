@@ -169,6 +169,7 @@ mod tests {
             log_bytes: 0,
             memory_peak_bytes: None,
             cpu_usage_us: None,
+            parts: Vec::new(),
         };
         let _ = JobId([0; 16]);
         (spec, record)

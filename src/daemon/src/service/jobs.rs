@@ -96,6 +96,29 @@ impl JobsIface {
         Ok(record.job)
     }
 
+    #[zbus(out_args("job"))]
+    async fn distribute(
+        &self,
+        spec: String,
+        workspace: Vec<u8>,
+        nodes: String,
+        #[zbus(header)] header: Header<'_>,
+        #[zbus(connection)] connection: &Connection,
+    ) -> Result<String, BusError> {
+        authorize(connection, &header, actions::SUBMIT_JOB).await?;
+        let uid = caller_uid(connection, &header).await?;
+        if self.peer.room.current().is_none() {
+            return Err(BusError::NotInRoom(
+                "this machine is in no room: join one first (partagpuctl room join)".into(),
+            ));
+        }
+        let spec = JobSpec::parse(spec.as_bytes()).map_err(|e| BusError::InvalidArgument(e.to_string()))?;
+        let record =
+            crate::jobs::group::distribute(&self.jobs, Arc::clone(&self.peer), spec, workspace, &nodes, uid)
+                .await?;
+        Ok(record.job)
+    }
+
     #[zbus(out_args("jobs"))]
     fn list(&self) -> String {
         let mut records: Vec<JobRecord> = self.jobs.shared.all().iter().map(|e| e.record()).collect();

@@ -164,7 +164,7 @@ fn merged_usr_becomes_symlinks() {
 fn generated_etc_has_only_root_and_the_job_user() {
     let tmp = tempfile::tempdir().unwrap();
     let etc = tmp.path().join("etc");
-    write_etc(&etc, &user(), "pg-job").unwrap();
+    write_etc(&etc, &user(), "pg-job", None).unwrap();
     let passwd = std::fs::read_to_string(etc.join("passwd")).unwrap();
     assert_eq!(passwd.lines().count(), 2);
     assert!(passwd.contains("partagpu-job:x:998:997::/workspace:/usr/sbin/nologin"));
@@ -173,7 +173,19 @@ fn generated_etc_has_only_root_and_the_job_user() {
     assert!(std::fs::read_to_string(etc.join("hosts"))
         .unwrap()
         .contains("pg-job"));
-    write_etc(&etc, &user(), "bad\nname").unwrap();
+    write_etc(
+        &etc,
+        &user(),
+        "pg-job",
+        Some(std::net::Ipv4Addr::new(10, 98, 0, 2)),
+    )
+    .unwrap();
+    let hosts = std::fs::read_to_string(etc.join("hosts")).unwrap();
+    assert!(
+        hosts.contains("10.98.0.2\tpg-job\n"),
+        "a LAN job resolves its name to its LAN address"
+    );
+    write_etc(&etc, &user(), "bad\nname", None).unwrap();
     assert!(!std::fs::read_to_string(etc.join("hosts"))
         .unwrap()
         .contains("bad"));

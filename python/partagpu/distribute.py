@@ -1,0 +1,230 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Sending work to the room: :func:`distribute` runs a PyTorch DDP training across machines
+(``Jobs1.Distribute``: the service puts torchrun in front and chooses them), :func:`run`
+runs one command on one machine (``Jobs1.Submit``). Both pack the workspace, and by default
+stream the output, bring the artifacts back and raise :class:`JobFailedError` on failure.
+
+Status lines go to stderr, the job's output to stdout (as ``partagpuctl run`` does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from partagpu.dbus_client import JOBS_INTERFACE, ServiceClient
+from partagpu.errors import JobFailedError, WorkspaceError
+from partagpu.jobs import TERMINAL_STATES, Job
+from partagpu.peers import format_bytes
+from partagpu.workspace import pack
+
+SUBMIT_TIMEOUT_S = 300.0  # sending a 16 MiB workspace to every member takes a while
+STOP_GRACE_S = 30.0  # how long to keep reading after a cancel before giving up
+DEFAULT_TIME_LIMIT_S = 86400
+
+
+def build_spec(argv: Sequence[str], workspace: tuple[bytes, int, str], *,
+               runtime: str | None = None, env: Mapping[str, str] | None = None,
+               gpus: int = 0, artifacts: Iterable[str] = (),
+               time_limit_s: int = DEFAULT_TIME_LIMIT_S) -> dict[str, Any]:
+    """The JobSpec (docs/jobs.md) for ``argv`` and a packed ``workspace``; a fresh random
+    id, attempt 0, the submitter left for the service to fill in."""
+    data, _, sha256 = workspace
+    if not argv:
+        raise ValueError("a job needs a command")
+    return {"id": secrets.token_hex(16), "attempt": 0, "submitter": "0" * 32,
+            "argv": [str(a) for a in argv], "env": dict(env or {}), "runtime": runtime,
+            "workspace_bytes": len(data), "workspace_sha256": sha256,
+            "resources": {"cpu_percent": 0, "ram_bytes": 0, "gpus": int(gpus)},
+            "artifacts": list(artifacts), "network": {"mode": "none"},
+            "time_limit_s": int(time_limit_s)}
+
+
+def nodes_argument(nodes: None | int | str | Sequence[str]) -> str:
+    """``nodes`` as ``Distribute`` takes it: "" (every eligible machine), "3", "a,b"."""
+    if nodes is None:
+        return ""
+    if isinstance(nodes, bool) or (isinstance(nodes, int) and nodes < 1):
+        raise ValueError("nodes is a number of machines (1 or more), a list of names, or None")
+    if isinstance(nodes, int):
+        return str(nodes)
+    names = [nodes] if isinstance(nodes, str) else list(nodes)
+    if not names or any(not n or "," in n for n in names):
+        raise ValueError("nodes must be names or node ids, none empty or with a comma")
+    return ",".join(names)
+
+
+def script_argv(script: str | os.PathLike[str], workspace: Path, files: Iterable[str]) -> str:
+    """The script's path inside ``workspace`` with ``/`` (what torchrun is given); a relative
+    ``script`` is looked up from the current directory, then from the workspace."""
+    candidate = Path(script)
+    if not candidate.is_absolute() and not candidate.exists():
+        candidate = workspace / candidate
+    root = workspace.resolve()
+    try:
+        relative = candidate.resolve().relative_to(root).as_posix()
+    except ValueError:
+        raise WorkspaceError(f"the script {str(script)!r} is not inside the workspace {str(root)!r}: "
+                             "only the workspace is sent; move it there or pass workspace=") from None
+    if relative not in set(files):
+        raise WorkspaceError(f"the script {relative!r} is not a file the workspace sends "
+                             "(missing, a directory, or under a skipped folder)")
+    return relative
+
+
+def _packed_names(data: bytes) -> list[str]:
+    import io
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        return [member.name for member in archive.getmembers() if member.isfile()]
+
+
+def _say(text: str) -> None:
+    print(f"partagpu: {text}", file=sys.stderr, flush=True)
+
+
+def _send(method: str, spec: dict[str, Any], data: bytes, target: str, timeout: float) -> Job:
+    with ServiceClient(min(timeout, 30.0)) as client:
+        (handle,) = client.call(JOBS_INTERFACE, method, "says",
+                                (json.dumps(spec), data, target), timeout=timeout)
+    return Job(handle)
+
+
+def _stream(job: Job, deadline: float | None, backlog: list[str]) -> bool:
+    """Prints the output until the log is complete; False if ``deadline`` passed first.
+    Lines read but not printed yet (a Ctrl+C while printing) wait in ``backlog``."""
+    while True:
+        lines, complete = job.read_lines() if not backlog else ([], False)
+        backlog.extend(lines)
+        printed = bool(backlog)
+        while backlog:
+            sys.stdout.write(backlog.pop(0))
+        if printed:
+            sys.stdout.flush()
+        if complete:
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        if not printed:
+            time.sleep(0.25)
+
+
+def follow(job: Job, timeout: float | None = None,
+           output: str | Path | None = ".") -> dict[str, Any]:
+    """Streams the job's output to stdout until it ends, fetches its artifacts into
+    ``output`` (None: not fetched) and returns its record.
+
+    Raises :class:`JobFailedError` if it did not succeed. Ctrl+C cancels it, keeps reading
+    until it ended (a second Ctrl+C leaves at once) and re-raises KeyboardInterrupt;
+    after ``timeout`` seconds it is cancelled the same way and TimeoutError is raised.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    backlog: list[str] = []
+    try:
+        finished = _stream(job, deadline, backlog)
+    except KeyboardInterrupt:
+        _say(f"cancelling job {job.handle} (Ctrl+C again to leave at once)")
+        job.cancel()
+        _stream(job, time.monotonic() + STOP_GRACE_S, backlog)
+        raise
+    if not finished:
+        _say(f"job {job.handle} ran past the timeout of {timeout:g} s: cancelling it")
+        job.cancel()
+        _stream(job, time.monotonic() + STOP_GRACE_S, backlog)
+        raise TimeoutError(f"job {job.handle} did not end within {timeout:g} s and was cancelled")
+    record = job.refresh()
+    for _ in range(40):  # the log completes as the end is journalled; the state follows
+        if record.get("state") in TERMINAL_STATES:
+            break
+        time.sleep(0.25)
+        record = job.refresh()
+    info = job.summary()
+    where = ", ".join(info["machines"])
+    took = "" if info["wall_s"] is None else f" in {info['wall_s']:.1f} s"
+    if record.get("state") != "succeeded":
+        raise JobFailedError(f"job {job.handle} {record.get('state')} on {where}{took}: "
+                             f"{record.get('reason') or 'no reason given'}", record)
+    saved = job.fetch(output) if output is not None else []
+    shown = "; ".join(f"{a['name']} ({format_bytes(int(a['size']))}) saved to {a['path']}"
+                      for a in job.artifacts if "path" in a)
+    _say(f"job {job.handle} succeeded on {where}{took}" + (f"; {shown}" if saved else ""))
+    return record
+
+
+def distribute(script: str | os.PathLike[str], *args: str,
+               nodes: None | int | str | Sequence[str] = None,
+               gpus_per_node: str | int = "auto", workspace: str | os.PathLike[str] = ".",
+               artifacts: Iterable[str] = ("model.pt",), runtime: str | None = None,
+               env: Mapping[str, str] | None = None, wait: bool = True,
+               timeout: float | None = None, output: str | os.PathLike[str] | None = None,
+               time_limit_s: int = DEFAULT_TIME_LIMIT_S) -> Job:
+    """Runs ``script`` (inside ``workspace``) with ``args`` as one DDP training across the
+    room's machines: ``nodes`` None for every eligible one, a number, or names.
+
+    ``gpus_per_node`` "auto" uses the GPUs each machine lends (or one CPU process). With
+    ``wait`` (default) it streams the merged log, saves the artifacts (rank 0's) into
+    ``output`` (default: the workspace) and returns once the training ended, see
+    :func:`follow`; else it returns the :class:`Job` at once.
+    """
+    root = Path(workspace)
+    packed = pack(root)
+    argv = [script_argv(script, root, _packed_names(packed[0])), *map(str, args)]
+    gpus = 0 if gpus_per_node == "auto" else int(gpus_per_node)
+    spec = build_spec(argv, packed, runtime=runtime, env=env, gpus=gpus, artifacts=artifacts,
+                      time_limit_s=time_limit_s)
+    _say(f"sending the workspace: {packed[1]} files, {format_bytes(len(packed[0]))}")
+    job = _send("Distribute", spec, packed[0], nodes_argument(nodes), SUBMIT_TIMEOUT_S)
+    if wait:
+        follow(job, timeout, root if output is None else output)
+    return job
+
+
+def run(command: Sequence[str], node: str | None = None,
+        workspace: str | os.PathLike[str] | None = None, artifacts: Iterable[str] = (), *,
+        runtime: str | None = None, env: Mapping[str, str] | None = None, gpus: int = 0,
+        wait: bool = True, timeout: float | None = None,
+        output: str | os.PathLike[str] | None = None,
+        time_limit_s: int = DEFAULT_TIME_LIMIT_S) -> Job:
+    """Runs ``command`` as one job on ``node`` (None: this machine) with ``workspace`` (None:
+    an empty one); ``wait``, ``timeout`` and ``output`` (default: the workspace, else the
+    current directory) as :func:`distribute`."""
+    if isinstance(command, str):
+        raise TypeError("command is a list of arguments, e.g. ['python3', 'job.py']")
+    root = None if workspace is None else Path(workspace)
+    packed = pack(root) if root is not None else _empty_workspace()
+    spec = build_spec(command, packed, runtime=runtime, env=env, gpus=gpus,
+                      artifacts=artifacts, time_limit_s=time_limit_s)
+    job = _send("Submit", spec, packed[0], node or "", SUBMIT_TIMEOUT_S)
+    if wait:
+        follow(job, timeout, output if output is not None else root or ".")
+    return job
+
+
+def _empty_workspace() -> tuple[bytes, int, str]:
+    import hashlib
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT).close()
+    data = buffer.getvalue()
+    return data, 0, hashlib.sha256(data).hexdigest()
+
+
+class _CallableModule(type(sys)):
+    """``partagpu.distribute`` is both this module and the function: importing the module
+    (``from partagpu.distribute import follow``) makes the package attribute the module, so
+    the module calls the function."""
+
+    def __call__(self, script: str | os.PathLike[str], *args: str, **options: Any) -> Job:
+        return distribute(script, *args, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,231 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A job of the local partagpud (``Jobs1``, docs/jobs.md): :class:`Job` follows one by its
+handle, :func:`list_jobs` reads them all.
+
+A :class:`Job` keeps one connection to the system bus, opened on first use (and again after
+:meth:`Job.close`); its record is a dict as ``Show`` sends it, unknown keys kept.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from partagpu.dbus_client import JOBS_INTERFACE, ServiceClient
+from partagpu.errors import ServiceError
+from partagpu.workspace import receive_artifact
+
+TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled", "preempted", "lost"})
+LOG_CHUNK = 1 << 20
+POLL_S = 0.25
+
+
+def _json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ServiceError(f"partagpud sent {what} that is not JSON") from None
+
+
+def list_jobs(timeout: float = 10.0) -> list[dict[str, Any]]:
+    """Every job the local partagpud knows, newest first, as records (``Jobs1.List``)."""
+    with ServiceClient(timeout) as client:
+        (text,) = client.call(JOBS_INTERFACE, "List", timeout=timeout)
+    records = _json(text, "a job list")
+    if not isinstance(records, list):
+        raise ServiceError("partagpud sent a job list that is not a JSON array")
+    return records
+
+
+def _where(record: dict[str, Any]) -> str:
+    role = record.get("role")
+    if role == "group":
+        return "→ " + ", ".join(p.get("node_name") or p.get("node", "?")
+                                for p in record.get("parts") or [])
+    if role == "here":
+        return f"{record.get('submitter_name') or str(record.get('submitter', '?'))[:12]} → here"
+    if role == "submitted":
+        return f"→ {record.get('node_name') or str(record.get('node', '?'))[:12]}"
+    return "here"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 3600 else f"{seconds / 3600:.1f} h"
+
+
+def format_jobs(records: list[dict[str, Any]], now_ms: int) -> str:
+    """The table of ``python -m partagpu jobs``: JOB (id prefix), STATE, WHERE (``here``,
+    ``→ lab-2``, ``lab-1 → here``, ``→ lab-1, lab-2`` for a training), COMMAND, AGE, RAN."""
+    rows = [("JOB", "STATE", "WHERE", "COMMAND", "AGE", "RAN")]
+    for record in records:
+        command = " ".join(record.get("argv") or [])
+        started, ended = record.get("started_ms"), record.get("ended_ms")
+        rows.append((str(record.get("id", ""))[:8], str(record.get("state", "?")), _where(record),
+                     command if len(command) <= 40 else command[:39] + "…",
+                     _duration(max(now_ms - record.get("created_ms", now_ms), 0) / 1000) + " ago",
+                     _duration(((ended or now_ms) - started) / 1000) if started else "-"))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+                     for row in rows)
+
+
+class Job:
+    """One job (or distributed training) of the local partagpud, named by ``handle``.
+
+    ``record`` is the last record read (``refresh`` or ``status`` read it again);
+    ``artifacts`` lists the record's artifacts, each with a ``path`` once fetched.
+    """
+
+    def __init__(self, handle: str, record: dict[str, Any] | None = None,
+                 timeout: float = 30.0) -> None:
+        self.handle = handle
+        self._record = record
+        self._timeout = timeout
+        self._client: ServiceClient | None = None
+        self._offset = 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._partial = ""
+        self._fetched: dict[str, Path] = {}
+
+    # -- the bus -------------------------------------------------------------------------
+    def _call(self, member: str, signature: str = "", *body: Any) -> tuple[Any, ...]:
+        if self._client is None:
+            self._client = ServiceClient(self._timeout, enable_fds=True)
+        return self._client.call(JOBS_INTERFACE, member, signature, body, timeout=self._timeout)
+
+    def close(self) -> None:
+        """Closes the bus connection (the next call opens another)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __enter__(self) -> Job:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- state ---------------------------------------------------------------------------
+    def refresh(self) -> dict[str, Any]:
+        """Reads the record again (``Show``) and returns it."""
+        (text,) = self._call("Show", "s", self.handle)
+        record = _json(text, f"a record of {self.handle}")
+        if not isinstance(record, dict):
+            raise ServiceError(f"partagpud sent a record of {self.handle} that is not an object")
+        self._record = record
+        return record
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The last record read (read once if none was)."""
+        return self._record if self._record is not None else self.refresh()
+
+    @property
+    def status(self) -> str:
+        """The state now (reads the record again): ``accepted``, ``running``, ``succeeded``…"""
+        return str(self.refresh().get("state", "unknown"))
+
+    @property
+    def done(self) -> bool:
+        """Whether the last record read is in a terminal state."""
+        return self.record.get("state") in TERMINAL_STATES
+
+    @property
+    def artifacts(self) -> list[dict[str, Any]]:
+        """The artifacts of the last record: ``name``, ``size``, ``sha256`` (+ ``path``)."""
+        found = [dict(a) for a in self.record.get("artifacts") or [] if isinstance(a, dict)]
+        for artifact in found:
+            if artifact.get("name") in self._fetched:
+                artifact["path"] = self._fetched[artifact["name"]]
+        return found
+
+    def cancel(self) -> None:
+        """Asks the service to stop the job (SIGINT, then SIGTERM, then SIGKILL)."""
+        self._call("Cancel", "s", self.handle)
+
+    # -- output --------------------------------------------------------------------------
+    def read_lines(self) -> tuple[list[str], bool]:
+        """One ``Logs`` call from where reading stopped: the complete lines received (and the
+        unfinished last one once the log is complete), and whether it is complete."""
+        data, following, complete = self._call("Logs", "stu", self.handle, self._offset, LOG_CHUNK)
+        self._offset = following
+        text = self._partial + self._decoder.decode(bytes(data), final=complete)
+        lines = text.splitlines(keepends=True)
+        self._partial = ""
+        if lines and not lines[-1].endswith("\n") and not complete:
+            self._partial = lines.pop()
+        return lines, complete
+
+    def logs(self, follow: bool = False, poll: float = POLL_S) -> Iterator[str]:
+        """The output, line by line, resuming where the last read of this object stopped;
+        with ``follow``, waits for more until the job ends."""
+        while True:
+            lines, complete = self.read_lines()
+            yield from lines
+            if complete or not follow:
+                if not follow and self._partial:
+                    yield self._partial
+                    self._partial = ""
+                return
+            if not lines:
+                time.sleep(poll)
+
+    def wait(self, timeout: float | None = None, poll: float = 0.5) -> dict[str, Any]:
+        """Waits until the job ends and returns its record; ``TimeoutError`` after
+        ``timeout`` seconds (the job keeps running)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (record := self.refresh()).get("state") not in TERMINAL_STATES:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"job {self.handle} did not end within {timeout:g} s")
+            time.sleep(poll)
+        return record
+
+    # -- artifacts -----------------------------------------------------------------------
+    def fetch(self, output: str | Path = ".") -> list[Path]:
+        """Saves every artifact of the record under ``output`` (checked by size and SHA-256)
+        and returns their paths."""
+        saved = []
+        for artifact in self.refresh().get("artifacts") or []:
+            name, size, sha256 = artifact["name"], int(artifact["size"]), str(artifact["sha256"])
+            (descriptor,) = self._call("OpenArtifact", "ss", self.handle, name)
+            with descriptor.to_file("rb") as source:
+                path = receive_artifact(source, output, name, size, sha256)
+            self._fetched[name] = path
+            saved.append(path)
+        return saved
+
+    # -- reports -------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        """Where and how it ran: ``machines`` (names), ``ranks`` (name → node rank),
+        ``processes`` (total), ``wall_s``, ``state``, ``reason``, ``exit_code``."""
+        record = self.record
+        parts = sorted(record.get("parts") or [], key=lambda p: p.get("node_rank", 0))
+        if parts:
+            machines = [p.get("node_name") or p.get("node", "?") for p in parts]
+            ranks = {name: p.get("node_rank", 0) for name, p in zip(machines, parts)}
+            processes = sum(int(p.get("processes", 1)) for p in parts)
+        else:
+            machines = [record.get("node_name") or record.get("node") or "?"]
+            ranks, processes = {machines[0]: 0}, 1
+        started, ended = record.get("started_ms"), record.get("ended_ms")
+        if started and not ended and record.get("state") not in TERMINAL_STATES:
+            ended = time.time_ns() // 1_000_000
+        wall = (ended - started) / 1000 if started and ended else None
+        return {"job": self.handle, "machines": machines, "ranks": ranks,
+                "processes": processes, "wall_s": wall, "state": record.get("state"),
+                "reason": record.get("reason"), "exit_code": record.get("exit_code")}
+
+    def __repr__(self) -> str:
+        if self._record is None:
+            return f"Job({self.handle!r})"
+        info = self.summary()
+        text = f"Job({self.handle!r}, {info['state']} on {', '.join(info['machines'])}"
+        if info["wall_s"] is not None:
+            text += f", {info['wall_s']:.1f} s"
+        if info["reason"]:
+            text += f": {info['reason']}"
+        return text + ")"

@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""``python -m partagpu run`` and ``jobs`` as subprocesses against the fake partagpud:
+output, artifacts, exit statuses, and Ctrl+C (a real SIGINT) cancelling the training."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import PYTHON_DIR
+from fake_partagpud import FakeJob, FakeJobs, fake_partagpud
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "partagpu", *args]
+
+
+def environment() -> dict[str, str]:
+    # DBUS_SYSTEM_BUS_ADDRESS comes from the system_bus fixture through os.environ.
+    return dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
+
+
+def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(command(*args), env=environment(), cwd=cwd, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_run_streams_and_saves_artifacts(system_bus, tmp_path):
+    (tmp_path / "train.py").write_text("")
+    out = tmp_path / "out"
+    jobs = FakeJobs(make=lambda *_: FakeJob(chunks=[b"[lab-1/0] loss 0.1\n"],
+                                            artifacts={"model.pt": b"w", "log.txt": b"l"}))
+    with fake_partagpud(system_bus, {}, jobs):
+        result = run_cli("run", "--nodes", "lab-1,lab-2", "--artifact", "model.pt",
+                         "--artifact", "*.txt", "--output", str(out), "train.py", "--lr", "0.1",
+                         cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[lab-1/0] loss 0.1\n"
+    _, spec, _, nodes = jobs.received[0]
+    assert nodes == "lab-1,lab-2" and spec["argv"] == ["train.py", "--lr", "0.1"]
+    assert spec["artifacts"] == ["model.pt", "*.txt"]
+    assert (out / "model.pt").read_bytes() == b"w" and (out / "log.txt").read_bytes() == b"l"
+
+
+def test_a_failure_is_one_line_and_status_1(system_bus, tmp_path):
+    (tmp_path / "train.py").write_text("")
+    jobs = FakeJobs(make=lambda *_: FakeJob(final="failed", exit_code=2,
+                                            reason="the command exited with status 2"))
+    with fake_partagpud(system_bus, {}, jobs):
+        result = run_cli("run", "--nodes", "3", "--workspace", str(tmp_path),
+                         str(tmp_path / "train.py"))
+    assert result.returncode == 1
+    assert jobs.received[0][3] == "3"
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("partagpu: job ") and last.endswith(": the command exited with status 2")
+
+
+def test_a_refusal_is_one_line_and_status_1(system_bus, tmp_path):
+    (tmp_path / "train.py").write_text("")
+    jobs = FakeJobs(errors={"Distribute": ("NotInRoom", "this machine is in no room")})
+    with fake_partagpud(system_bus, {}, jobs):
+        result = run_cli("run", "train.py", cwd=tmp_path)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == "partagpu: this machine is in no room"
+
+
+def test_a_symlink_in_the_workspace_is_refused_before_sending(system_bus, tmp_path):
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "data").symlink_to("/usr/share")
+    jobs = FakeJobs()
+    with fake_partagpud(system_bus, {}, jobs):
+        result = run_cli("run", "train.py", cwd=tmp_path)
+    assert result.returncode == 1 and jobs.received == []
+    assert result.stderr == ("partagpu: data in the workspace is a symbolic link: links are not "
+                             "sent; copy the file there or move the link out of the workspace\n")
+
+
+def test_ctrl_c_cancels_the_training_and_exits_130(system_bus, tmp_path):
+    (tmp_path / "train.py").write_text("")
+    jobs = FakeJobs(make=lambda *_: FakeJob(chunks=[b"epoch 1\n"], hold=True,
+                                            on_cancel=[b"KeyboardInterrupt\n"]))
+    with fake_partagpud(system_bus, {}, jobs):
+        process = subprocess.Popen(command("run", "train.py"), env=environment(), cwd=tmp_path,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert process.stdout.readline() == "epoch 1\n"
+            time.sleep(0.3)  # well inside the polling loop
+            process.send_signal(signal.SIGINT)
+            rest, err = process.communicate(timeout=30)
+        finally:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert rest == "KeyboardInterrupt\n"
+    job = next(iter(jobs.jobs.values()))
+    assert job.cancelled == 1 and job.record["state"] == "cancelled"
+    assert "cancelling job" in err and err.endswith("partagpu: interrupted\n")
+
+
+def test_jobs_lists_records(system_bus, tmp_path):
+    (tmp_path / "train.py").write_text("")
+    jobs = FakeJobs(make=lambda method, *_: FakeJob(parts=[
+        {"job": "p0", "node": "cd" * 16, "node_name": "lab-1", "node_rank": 0, "processes": 1,
+         "state": "running"}]))
+    with fake_partagpud(system_bus, {}, jobs):
+        assert run_cli("run", "train.py", cwd=tmp_path).returncode == 0
+        as_json = run_cli("jobs", "--json")
+        table = run_cli("jobs")
+    assert as_json.returncode == 0 and table.returncode == 0, as_json.stderr
+    (record,) = json.loads(as_json.stdout)
+    assert record["state"] == "succeeded" and record["role"] == "group"
+    header, row = table.stdout.splitlines()
+    assert header.split() == ["JOB", "STATE", "WHERE", "COMMAND", "AGE", "RAN"]
+    assert row.split()[:5] == [record["id"][:8], "succeeded", "→", "lab-1", "train.py"]
+    assert row.endswith("12.3 s")
+
+
+def test_jobs_without_a_service_is_status_1(system_bus):
+    result = run_cli("jobs")
+    assert result.returncode == 1 and result.stderr.startswith("partagpu: partagpud is not running")

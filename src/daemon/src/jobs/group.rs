@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! A distributed training coordinated from this machine (the submitter's): its parts are
+//! ordinary jobs, one per machine, each running torchrun in its sandbox with the network
+//! limited to the training's machines. The group job merges their output with
+//! `[machine/rank]` prefixes, follows their states, stops them all when one fails or on
+//! request, and brings back rank 0's artifacts.
+
+pub mod plan;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::sync::Arc;
+use std::time::Duration;
+
+use partagpu_core::fleet::RuntimeInfo;
+use partagpu_core::job::record::{JobPart, JobRecord, JobRole};
+use partagpu_core::job::spec::JobSpec;
+use partagpu_core::job::state::JobState;
+use rand_core::{OsRng, RngCore};
+
+use super::manager::{now_ms, JobEntry, JobError, JobManager, Origin, Stop};
+use super::remote::{self, Target};
+use super::runner::end;
+use super::spool::{append_log, read_log};
+use super::store::files;
+use crate::peer::PeerContext;
+use plan::{Candidate, Part};
+
+/// How often the parts are looked at.
+const TICK: Duration = Duration::from_millis(100);
+
+/// This machine and the members, as candidates for a training.
+fn candidates(jobs: &JobManager, peer: &PeerContext) -> Vec<Candidate> {
+    let mut found = Vec::new();
+    let local = peer.fleet.local();
+    let own_address = peer
+        .fleet
+        .surroundings()
+        .interfaces
+        .first()
+        .and_then(|(_, cidr)| cidr.split('/').next().and_then(|a| a.parse().ok()));
+    if let (Some(address), None) = (own_address, jobs.shared.exec.unavailable()) {
+        found.push(Candidate {
+            node_id: jobs.shared.node_id.clone(),
+            name: local.name.clone(),
+            address,
+            local: true,
+            state: (*local).clone(),
+        });
+    }
+    for member in peer.fleet.members() {
+        let (Some(state), Some(std::net::SocketAddr::V4(address)), true) =
+            (member.state, member.address, member.online)
+        else {
+            continue;
+        };
+        found.push(Candidate {
+            node_id: member.node_id,
+            name: state.name.clone(),
+            address: *address.ip(),
+            local: false,
+            state,
+        });
+    }
+    found
+}
+
+/// Plans, submits every part (rank 0 first) and starts the coordinator. If a part cannot be
+/// submitted, the parts already sent are cancelled and the machine is named.
+///
+/// # Errors
+/// [`JobError`] with a sentence for the user.
+pub async fn distribute(
+    jobs: &JobManager,
+    peer: Arc<PeerContext>,
+    mut template: JobSpec,
+    workspace: Vec<u8>,
+    nodes: &str,
+    uid: u32,
+) -> Result<JobRecord, JobError> {
+    let shared = &jobs.shared;
+    template.submitter.clone_from(&shared.node_id);
+    template
+        .validate()
+        .map_err(|e| JobError::Invalid(e.to_string()))?;
+    let all = candidates(jobs, &peer);
+    let runtime = match &template.runtime {
+        Some(name) => name.clone(),
+        None => shared
+            .exec
+            .runtimes
+            .first()
+            .map_or_else(|| "system".to_owned(), |r| r.name.clone()),
+    };
+    let torch = plan::reference(&all, &runtime).and_then(|r: &RuntimeInfo| r.torch.clone());
+    let machines = plan::choose(&all, nodes, &runtime, torch.as_deref()).map_err(JobError::Refused)?;
+    template.runtime = Some(runtime);
+    let port = plan::RENDEZVOUS_PORTS.0 + u16::try_from(OsRng.next_u32() % 100).unwrap_or(0);
+    let parts = plan::parts(&template, &machines, port);
+    let handle = template.key().dir_name();
+    if shared.find(&handle).is_ok() {
+        return Err(JobError::Invalid(
+            "this training was already submitted; a new run needs a new id".into(),
+        ));
+    }
+    let mut sent: Vec<(Part, JobRecord)> = Vec::new();
+    for part in parts {
+        let submitted = if part.machine.local {
+            jobs.accept(part.spec.clone(), workspace.clone(), &Origin::Local { uid })
+        } else {
+            let target = Target {
+                node_id: part.machine.node_id.clone(),
+                name: part.machine.name.clone(),
+                address: std::net::SocketAddr::new(part.machine.address.into(), peer.fleet.port()),
+            };
+            remote::submit(
+                jobs,
+                Arc::clone(&peer),
+                part.spec.clone(),
+                workspace.clone(),
+                target,
+                uid,
+            )
+            .await
+        };
+        match submitted {
+            Ok(record) => sent.push((part, record)),
+            Err(error) => {
+                for (_, record) in &sent {
+                    if let Ok(entry) = shared.find(&record.job) {
+                        jobs.cancel(&entry, "the training, because another part could not start");
+                    }
+                }
+                return Err(JobError::Peer(format!(
+                    "{} (node {}): {error}",
+                    part.machine.name, part.node_rank
+                )));
+            }
+        }
+    }
+    let record = JobRecord {
+        job: handle,
+        id: template.id.to_hex(),
+        attempt: template.attempt,
+        submitter: shared.node_id.clone(),
+        submitter_name: shared.sharing.policy().display_name,
+        node: shared.node_id.clone(),
+        node_name: shared.sharing.policy().display_name,
+        role: JobRole::Group,
+        argv: template.argv.clone(),
+        runtime: template.runtime.clone(),
+        resources: template.resources,
+        network: partagpu_core::job::spec::NetworkMode::None,
+        state: JobState::Running,
+        reason: None,
+        exit_code: None,
+        created_ms: now_ms(),
+        started_ms: Some(now_ms()),
+        ended_ms: None,
+        uid: Some(uid),
+        artifacts: Vec::new(),
+        artifact_patterns: template.artifacts.clone(),
+        log_bytes: 0,
+        memory_peak_bytes: None,
+        cpu_usage_us: None,
+        parts: sent
+            .iter()
+            .map(|(part, record)| JobPart {
+                job: record.job.clone(),
+                node: part.machine.node_id.clone(),
+                node_name: part.machine.name.clone(),
+                node_rank: part.node_rank,
+                processes: part.processes,
+                state: record.state,
+            })
+            .collect(),
+    };
+    shared
+        .submitted
+        .create(&template, &record)
+        .map_err(|e| JobError::Storage(e.to_string()))?;
+    let entry = Arc::new(JobEntry::new(record.clone()));
+    shared.insert(Arc::clone(&entry));
+    tokio::spawn(coordinate(jobs.clone(), peer, entry));
+    Ok(record)
+}
+
+/// Where each part's output has been copied up to, beside the group's log (not synced: after
+/// a restart of this service at worst a few lines repeat).
+const OFFSETS: &str = "parts.offsets";
+
+/// Follows the parts until the group ends (also after a restart of this service).
+pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<JobEntry>) {
+    let shared = Arc::clone(&jobs.shared);
+    let dir = shared.submitted.dir(group.handle());
+    let mut offsets: BTreeMap<String, u64> = fs::read(dir.join(OFFSETS))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    let mut partial: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut failure: Option<String> = None;
+    let mut stop_sent = false;
+    loop {
+        let record = group.record();
+        let stop = group.stop.borrow().clone();
+        let mut states = Vec::new();
+        for part in &record.parts {
+            let Ok(entry) = shared.find(&part.job) else {
+                states.push((
+                    part.clone(),
+                    JobState::Lost,
+                    Some("its record is gone".to_owned()),
+                ));
+                continue;
+            };
+            if copy_output(&jobs, &entry, part, &dir, &mut offsets, &mut partial) {
+                shared.note_output(&group, fs::metadata(dir.join(files::LOG)).map_or(0, |m| m.len()));
+            }
+            let now = entry.record();
+            states.push((part.clone(), now.state, now.reason.clone()));
+        }
+        let _ = fs::write(
+            dir.join(OFFSETS),
+            serde_json::to_vec(&offsets).unwrap_or_default(),
+        );
+        if failure.is_none() {
+            failure = vanished(&peer, &shared.node_id, &states).or_else(|| first_failure(&shared, &states));
+        }
+        if (failure.is_some() || stop.is_some()) && !stop_sent {
+            stop_sent = true;
+            let by = match &stop {
+                Some(Stop::Cancelled(by)) => by.clone(),
+                _ => "the training, because a part ended".to_owned(),
+            };
+            for (part, state, _) in &states {
+                if let (false, Ok(entry)) = (state.is_terminal(), shared.find(&part.job)) {
+                    jobs.cancel(&entry, &by);
+                }
+            }
+        }
+        if states.iter().any(|(p, s, _)| p.state != *s) {
+            shared.commit(&group, |r| {
+                for (part, (_, state, _)) in r.parts.iter_mut().zip(&states) {
+                    part.state = *state;
+                }
+            });
+        }
+        // A part on a machine that went offline cannot report its end any more; once the
+        // others have stopped, the training ends without waiting for its follower to give up.
+        let offline: Vec<&str> = if failure.is_some() {
+            offline_nodes(&peer, &shared.node_id, &states)
+        } else {
+            Vec::new()
+        };
+        if states
+            .iter()
+            .all(|(p, s, _)| s.is_terminal() || offline.contains(&p.node.as_str()))
+        {
+            for (job, rest) in std::mem::take(&mut partial)
+                .into_iter()
+                .filter(|(_, rest)| !rest.is_empty())
+            {
+                if let Some(part) = record.parts.iter().find(|p| p.job == job) {
+                    let _ = append_log(&dir, &prefixed(part, &rest));
+                }
+            }
+            finish(&jobs, &group, &states, stop, failure);
+            return;
+        }
+        tokio::time::sleep(TICK).await;
+    }
+}
+
+/// A part whose machine left the room's links while it ran: the training cannot go on, and
+/// the others' errors (a broken collective) would hide which machine it was.
+fn vanished(peer: &PeerContext, own: &str, states: &[(JobPart, JobState, Option<String>)]) -> Option<String> {
+    let members = peer.fleet.members();
+    states.iter().find_map(|(part, state, _)| {
+        let online = part.node == own || members.iter().any(|m| m.node_id == part.node && m.online);
+        (!online && !state.is_terminal()).then(|| {
+            format!(
+                "{} (node {}) vanished: the machine went offline",
+                part.node_name, part.node_rank
+            )
+        })
+    })
+}
+
+/// Nodes of unfinished parts that are offline now.
+fn offline_nodes<'a>(
+    peer: &PeerContext,
+    own: &str,
+    states: &'a [(JobPart, JobState, Option<String>)],
+) -> Vec<&'a str> {
+    let members = peer.fleet.members();
+    states
+        .iter()
+        .filter(|(p, s, _)| {
+            !s.is_terminal() && p.node != own && !members.iter().any(|m| m.node_id == p.node && m.online)
+        })
+        .map(|(p, _, _)| p.node.as_str())
+        .collect()
+}
+
+/// The part that failed first (the others usually fail because of it).
+fn first_failure(
+    shared: &super::manager::Shared,
+    states: &[(JobPart, JobState, Option<String>)],
+) -> Option<String> {
+    states
+        .iter()
+        .filter(|(_, s, _)| s.is_terminal() && *s != JobState::Succeeded)
+        .min_by_key(|(part, _, _)| {
+            shared
+                .find(&part.job)
+                .ok()
+                .and_then(|e| e.record().ended_ms)
+                .unwrap_or(u64::MAX)
+        })
+        .map(|(p, s, why)| {
+            format!(
+                "{} (node {}) {}: {}",
+                p.node_name,
+                p.node_rank,
+                s.as_str(),
+                why.clone().unwrap_or_default()
+            )
+        })
+}
+
+fn prefixed(part: &JobPart, line: &[u8]) -> Vec<u8> {
+    let mut out = format!("[{}/{}] ", part.node_name, part.node_rank).into_bytes();
+    out.extend_from_slice(line);
+    if !line.ends_with(b"\n") {
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Moves the complete lines a part wrote since last time into the group's log; true when
+/// something was added.
+fn copy_output(
+    jobs: &JobManager,
+    entry: &JobEntry,
+    part: &JobPart,
+    dir: &std::path::Path,
+    offsets: &mut BTreeMap<String, u64>,
+    partial: &mut BTreeMap<String, Vec<u8>>,
+) -> bool {
+    let record = entry.record();
+    let part_dir = jobs.shared.store_of(&record).dir(&record.job);
+    let offset = offsets.entry(part.job.clone()).or_insert(0);
+    let Ok((data, next)) = read_log(&part_dir, *offset, 1 << 20) else {
+        return false;
+    };
+    *offset = next;
+    let pending = partial.entry(part.job.clone()).or_default();
+    pending.extend_from_slice(&data);
+    let mut out = Vec::new();
+    while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+        let line: Vec<u8> = pending.drain(..=end).collect();
+        out.extend(prefixed(part, &line));
+    }
+    !out.is_empty() && append_log(dir, &out).is_ok()
+}
+
+/// The group's one terminal state, with rank 0's artifacts when it succeeded.
+fn finish(
+    jobs: &JobManager,
+    group: &JobEntry,
+    states: &[(JobPart, JobState, Option<String>)],
+    stop: Option<Stop>,
+    failure: Option<String>,
+) {
+    let shared = &jobs.shared;
+    let dir = shared.submitted.dir(group.handle());
+    let log_len = fs::metadata(dir.join(files::LOG)).map_or(0, |m| m.len());
+    let mut artifacts = Vec::new();
+    let (state, reason) = match (&stop, failure) {
+        (Some(Stop::Cancelled(by)), _) => (JobState::Cancelled, Some(format!("cancelled by {by}"))),
+        (_, Some(why)) => (JobState::Failed, Some(why)),
+        _ => {
+            if let Some((part, _, _)) = states.iter().find(|(p, _, _)| p.node_rank == 0) {
+                if let Ok(entry) = shared.find(&part.job) {
+                    let record = entry.record();
+                    let from = shared.store_of(&record).dir(&record.job).join(files::ARTIFACTS);
+                    for info in &record.artifacts {
+                        let to = dir.join(files::ARTIFACTS).join(&info.name);
+                        let copied = to
+                            .parent()
+                            .map_or(Ok(()), fs::create_dir_all)
+                            .and_then(|()| fs::copy(from.join(&info.name), &to));
+                        if copied.is_ok() {
+                            artifacts.push(info.clone());
+                        }
+                    }
+                }
+            }
+            (JobState::Succeeded, None)
+        }
+    };
+    shared.commit(group, |r| {
+        end(r, state, reason, None);
+        r.artifacts = artifacts;
+        r.log_bytes = log_len;
+        for (part, (_, s, _)) in r.parts.iter_mut().zip(states) {
+            part.state = *s;
+        }
+    });
+}

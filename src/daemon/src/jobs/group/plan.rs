@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! Choosing the machines of a distributed training and writing each one's part: who may take
+//! part (verified, online, sharing, not paused, the same runtime and torch version), the node
+//! ranks, the rendezvous endpoint, the network each part may use, and its torchrun command.
+
+use std::net::Ipv4Addr;
+
+use partagpu_core::fleet::{NodeState, RuntimeInfo};
+use partagpu_core::job::spec::{JobId, JobSpec, NetworkMode, PeerAccess};
+use partagpu_core::SharingState;
+use sha2::{Digest, Sha256};
+
+/// Ports of the c10d rendezvous (one per group, drawn in this range).
+pub const RENDEZVOUS_PORTS: (u16, u16) = (29400, 29499);
+/// Linux's default ephemeral range, where gloo and NCCL listen between ranks.
+pub const EPHEMERAL_PORTS: (u16, u16) = (32768, 60999);
+
+/// A machine that could run a part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Node id.
+    pub node_id: String,
+    /// Display name.
+    pub name: String,
+    /// Its address in the room.
+    pub address: Ipv4Addr,
+    /// Whether it is this machine.
+    pub local: bool,
+    /// What it says of itself.
+    pub state: NodeState,
+}
+
+/// One machine's part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    /// The machine.
+    pub machine: Candidate,
+    /// Its node rank.
+    pub node_rank: u32,
+    /// Processes it runs.
+    pub processes: u32,
+    /// The job it is sent as.
+    pub spec: JobSpec,
+}
+
+/// Why a machine cannot take part, if it cannot.
+#[must_use]
+pub fn unfit(candidate: &Candidate, runtime: &str, torch: Option<&str>) -> Option<String> {
+    let name = &candidate.name;
+    match candidate.state.sharing {
+        SharingState::Sharing => {}
+        SharingState::Paused => return Some(format!("{name} is paused by its owner")),
+        SharingState::Off => return Some(format!("{name} does not share")),
+    }
+    let Some(found) = candidate.state.runtimes.iter().find(|r| r.name == runtime) else {
+        return Some(format!("{name} has no runtime {runtime:?}"));
+    };
+    match (found.torch.as_deref(), torch) {
+        (None, _) => Some(format!("{name}'s runtime {runtime:?} has no torch")),
+        (Some(theirs), Some(ours)) if theirs != ours => Some(format!(
+            "{name} has torch {theirs}, the training needs {ours} (runtime {runtime:?})"
+        )),
+        _ => None,
+    }
+}
+
+/// The reference runtime: the one named, as this machine has it, else as the first member
+/// that has it.
+#[must_use]
+pub fn reference<'a>(candidates: &'a [Candidate], runtime: &str) -> Option<&'a RuntimeInfo> {
+    candidates
+        .iter()
+        .flat_map(|c| c.state.runtimes.iter())
+        .find(|r| r.name == runtime && r.torch.is_some())
+}
+
+/// Picks the machines: `wanted` is "" (every fit one), a count, or names/node ids separated
+/// by commas. This machine comes first when it takes part (it is where the user sits).
+///
+/// # Errors
+/// A sentence naming the machine that cannot, or saying that none can.
+pub fn choose(
+    candidates: &[Candidate],
+    wanted: &str,
+    runtime: &str,
+    torch: Option<&str>,
+) -> Result<Vec<Candidate>, String> {
+    let wanted = wanted.trim();
+    let fit: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| unfit(c, runtime, torch).is_none())
+        .collect();
+    let chosen: Vec<Candidate> = if wanted.is_empty() {
+        fit.into_iter().cloned().collect()
+    } else if let Ok(count) = wanted.parse::<usize>() {
+        if count == 0 {
+            return Err("a training needs at least one machine".into());
+        }
+        if fit.len() < count {
+            let why: Vec<String> = candidates
+                .iter()
+                .filter_map(|c| unfit(c, runtime, torch))
+                .collect();
+            return Err(format!(
+                "{count} machine(s) asked for, {} can take part{}",
+                fit.len(),
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", why.join("; "))
+                }
+            ));
+        }
+        fit.into_iter().take(count).cloned().collect()
+    } else {
+        let mut picked = Vec::new();
+        for name in wanted.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let lower = name.to_lowercase();
+            let found = candidates
+                .iter()
+                .find(|c| {
+                    c.name.to_lowercase() == lower || (name.len() >= 4 && c.node_id.starts_with(&lower))
+                })
+                .ok_or_else(|| format!("no member of the room is called {name:?} (see partagpuctl peers)"))?;
+            if let Some(why) = unfit(found, runtime, torch) {
+                return Err(why);
+            }
+            if !picked.iter().any(|p: &Candidate| p.node_id == found.node_id) {
+                picked.push(found.clone());
+            }
+        }
+        picked
+    };
+    if chosen.is_empty() {
+        let why: Vec<String> = candidates
+            .iter()
+            .filter_map(|c| unfit(c, runtime, torch))
+            .collect();
+        return Err(format!(
+            "no machine of the room can run this training{}",
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", why.join("; "))
+            }
+        ));
+    }
+    Ok(chosen)
+}
+
+/// The id of part `rank` of group `group`: derived, so a retry names the same parts.
+#[must_use]
+pub fn part_id(group: &JobId, rank: u32) -> JobId {
+    let digest = Sha256::new()
+        .chain_update(group.0)
+        .chain_update(rank.to_be_bytes())
+        .finalize();
+    let mut id = [0; 16];
+    id.copy_from_slice(&digest[..16]);
+    JobId(id)
+}
+
+/// The parts of a training: `template.argv` is the script and its arguments.
+#[must_use]
+pub fn parts(template: &JobSpec, machines: &[Candidate], rendezvous_port: u16) -> Vec<Part> {
+    let count = machines.len();
+    let endpoint = format!("{}:{rendezvous_port}", machines[0].address);
+    let mut peers = Vec::new();
+    for machine in machines {
+        for (first_port, last_port) in [RENDEZVOUS_PORTS, EPHEMERAL_PORTS] {
+            peers.push(PeerAccess {
+                address: machine.address,
+                first_port,
+                last_port,
+            });
+        }
+    }
+    machines
+        .iter()
+        .enumerate()
+        .map(|(rank, machine)| {
+            let rank = u32::try_from(rank).unwrap_or(u32::MAX);
+            let lent_gpus = if machine.state.limits.gpu_percent > 0 {
+                machine.state.gpus.len()
+            } else {
+                0
+            };
+            let gpus = match template.resources.gpus {
+                0 => u32::try_from(lent_gpus).unwrap_or(0),
+                asked => asked.min(u32::try_from(lent_gpus).unwrap_or(0)),
+            };
+            let processes = gpus.max(1);
+            let mut spec = template.clone();
+            spec.id = part_id(&template.id, rank);
+            spec.resources.gpus = gpus;
+            spec.network = NetworkMode::Peers { peers: peers.clone() };
+            if rank != 0 {
+                spec.artifacts.clear();
+            }
+            let mut argv: Vec<String> = [
+                "torchrun",
+                "--nnodes",
+                &count.to_string(),
+                "--node-rank",
+                &rank.to_string(),
+                "--nproc-per-node",
+                &processes.to_string(),
+                "--rdzv-backend",
+                "c10d",
+                "--rdzv-endpoint",
+                &endpoint,
+                "--rdzv-id",
+                &template.id.to_hex(),
+                "--max-restarts",
+                "0",
+                // The workers' MASTER_ADDR is the address of whichever node the rendezvous
+                // makes rank 0: an address, not a sandbox host name the others cannot resolve.
+                "--local-addr",
+                &machine.address.to_string(),
+            ]
+            .map(str::to_owned)
+            .to_vec();
+            argv.extend(template.argv.iter().cloned());
+            spec.argv = argv;
+            Part {
+                machine: machine.clone(),
+                node_rank: rank,
+                processes,
+                spec,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+use partagpu_core::{CpuInfo, GpuProbeStatus, Limits, LoadAverage, MemoryInfo};
+
+use super::*;
+
+fn machine(name: &str, last: u8, sharing: SharingState, torch: Option<&str>) -> Candidate {
+    Candidate {
+        node_id: format!("{last:02x}").repeat(16),
+        name: name.into(),
+        address: Ipv4Addr::new(10, 98, 0, last),
+        local: last == 1,
+        state: NodeState {
+            name: name.into(),
+            version: "0.1.0".into(),
+            sharing,
+            limits: Limits::default_for(8 << 30),
+            cpu: CpuInfo {
+                model: "cpu".into(),
+                cores: 2,
+                usage_percent: 1.0,
+            },
+            memory: MemoryInfo {
+                total_bytes: 8 << 30,
+                available_bytes: 6 << 30,
+            },
+            load: LoadAverage {
+                one: 0.0,
+                five: 0.0,
+                fifteen: 0.0,
+            },
+            gpus: Vec::new(),
+            gpu_probe: GpuProbeStatus::Unavailable("none".into()),
+            jobs_running: 0,
+            runtimes: vec![RuntimeInfo {
+                name: "torch".into(),
+                python: "3.11.2".into(),
+                torch: torch.map(str::to_owned),
+                cuda: None,
+            }],
+        },
+    }
+}
+
+fn room() -> Vec<Candidate> {
+    vec![
+        machine("lab-1", 1, SharingState::Sharing, Some("2.15.0")),
+        machine("lab-2", 2, SharingState::Sharing, Some("2.15.0")),
+        machine("lab-3", 3, SharingState::Paused, Some("2.15.0")),
+        machine("lab-4", 4, SharingState::Sharing, Some("2.4.1")),
+    ]
+}
+
+#[test]
+fn only_fit_machines_are_chosen_and_refusals_name_the_machine() {
+    let names = |chosen: Vec<Candidate>| chosen.into_iter().map(|c| c.name).collect::<Vec<_>>();
+    let torch = Some("2.15.0");
+    assert_eq!(
+        names(choose(&room(), "", "torch", torch).unwrap()),
+        ["lab-1", "lab-2"]
+    );
+    assert_eq!(names(choose(&room(), "1", "torch", torch).unwrap()), ["lab-1"]);
+    let too_many = choose(&room(), "3", "torch", torch).unwrap_err();
+    assert!(
+        too_many.starts_with("3 machine(s) asked for, 2 can take part"),
+        "{too_many}"
+    );
+    assert!(too_many.contains("lab-3 is paused by its owner"));
+    assert_eq!(
+        choose(&room(), "lab-2, lab-4", "torch", torch).unwrap_err(),
+        "lab-4 has torch 2.4.1, the training needs 2.15.0 (runtime \"torch\")"
+    );
+    assert!(choose(&room(), "lab-9", "torch", torch)
+        .unwrap_err()
+        .contains("no member of the room is called"));
+    assert!(choose(&room(), "", "jax", torch)
+        .unwrap_err()
+        .starts_with("no machine of the room can run"));
+}
+
+#[test]
+fn each_part_runs_torchrun_against_rank_zero_and_may_reach_only_the_others() {
+    let template: JobSpec = serde_json::from_value(serde_json::json!({
+        "id": "00112233445566778899aabbccddeeff", "attempt": 0, "submitter": "ab".repeat(16),
+        "argv": ["train.py", "--epochs", "2"], "workspace_bytes": 0,
+        "workspace_sha256": "00".repeat(32), "artifacts": ["model.pt", "metrics.json"],
+    }))
+    .unwrap();
+    let machines = choose(&room(), "", "torch", Some("2.15.0")).unwrap();
+    let parts = parts(&template, &machines, 29412);
+    assert_eq!(parts.len(), 2);
+    let line = parts[1].spec.argv.join(" ");
+    assert_eq!(
+        line,
+        format!(
+            "torchrun --nnodes 2 --node-rank 1 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint \
+             10.98.0.1:29412 --rdzv-id {} --max-restarts 0 --local-addr 10.98.0.2 train.py --epochs 2",
+            template.id.to_hex()
+        )
+    );
+    assert_eq!(parts[0].spec.artifacts, ["model.pt", "metrics.json"]);
+    assert!(
+        parts[1].spec.artifacts.is_empty(),
+        "only rank 0 sends artifacts back"
+    );
+    assert_ne!(parts[0].spec.id, parts[1].spec.id);
+    assert_eq!(
+        parts[1].spec.id,
+        part_id(&template.id, 1),
+        "a retry names the same parts"
+    );
+    let NetworkMode::Peers { peers } = &parts[0].spec.network else {
+        panic!("no network")
+    };
+    let reachable: Vec<String> = peers
+        .iter()
+        .map(|p| format!("{}:{}-{}", p.address, p.first_port, p.last_port))
+        .collect();
+    assert_eq!(
+        reachable,
+        [
+            "10.98.0.1:29400-29499",
+            "10.98.0.1:32768-60999",
+            "10.98.0.2:29400-29499",
+            "10.98.0.2:32768-60999"
+        ]
+    );
+    parts.iter().for_each(|p| p.spec.validate().unwrap());
+}

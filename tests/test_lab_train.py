@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""One PyTorch DDP training across a 3-machine virtual lab (issue 6, first part): the UNet of
+examples/unet trained with real torch (CPU, gloo) through `python -m partagpu run --nodes 3`,
+each part in its machine's sandbox with the network limited to the training's machines.
+
+PARTAGPU_TORCH_PYTHON names a Python with torch (scripts/test builds it from
+python/requirements-torch.txt); the lab offers it to jobs as the runtime "torch".
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from test_lab_fleet import wait_until
+from test_lab_jobs import job_processes
+from test_virtual_lab import LAB, LAB_DIR, REPO, lab, lab_ok, on, run  # noqa: F401
+
+TORCH = os.environ.get("PARTAGPU_TORCH_PYTHON", "")
+TRAIN = REPO / "examples" / "unet" / "train.py"
+
+pytestmark = pytest.mark.skipif(not TORCH, reason="PARTAGPU_TORCH_PYTHON is not set (scripts/test sets it)")
+
+
+def train(*args, output, timeout=300):
+    return on(1, TORCH, "-m", "partagpu", "run", "--output", str(output), *args, timeout=timeout)
+
+
+def training(*args, output):
+    """The same, started in the background in its own session (for Ctrl+C)."""
+    return subprocess.Popen([str(LAB), "exec", "1", "--", TORCH, "-m", "partagpu", "run", "--output", str(output),
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+@pytest.fixture(scope="module")
+def train_lab():
+    env = dict(os.environ, PARTAGPU_LAB_TORCH=TORCH)
+    try:
+        up = run([LAB, "up", "3"], timeout=180, env=env)
+        assert up.returncode == 0, up.stderr
+        created = on(1, "partagpuctl", "room", "new", "--label", "Salle T")
+        code = created.stdout.splitlines()[2].split()
+        for machine in (2, 3):
+            assert on(machine, "partagpuctl", "room", "join", "--room", "Salle T", *code).returncode == 0
+        wait_until("every machine offers torch to the room",
+                   lambda: all("torch" in str(m.get("runtimes")) and m["online"] for m in
+                               json.loads(on(1, "partagpuctl", "peers", "--json").stdout)["members"])
+                   and len(json.loads(on(1, "partagpuctl", "peers", "--json").stdout)["members"]) == 3,
+                   timeout=15)
+        yield
+    finally:
+        down = lab("down", timeout=120)
+        assert down.returncode == 0, down.stderr
+
+
+def test_the_unet_trains_on_three_machines_and_comes_back(train_lab, tmp_path):
+    result = train("--nodes", "3", str(TRAIN), "--epochs", "2", output=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for machine, rank in (("lab-1", 0), ("lab-2", 1), ("lab-3", 2)):
+        assert f"[{machine}/{rank}] rank " in result.stdout and "first step done" in result.stdout, machine
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    losses = [epoch["loss"] for epoch in metrics["epochs"]]
+    print("losses:", losses, "world size:", metrics["world_size"])
+    assert metrics["world_size"] == 3 and losses[-1] < losses[0]
+    check = run([TORCH, "-c", "import sys, torch; sys.path.insert(0, sys.argv[2]); import train; "
+                 "m = train.UNet(); m.load_state_dict(torch.load(sys.argv[1])); print('loaded')",
+                 str(tmp_path / "model.pt"), str(TRAIN.parent)], timeout=120)
+    assert check.stdout.strip() == "loaded", check.stderr
+    assert job_processes() == ""
+
+
+def test_ctrl_c_stops_the_training_on_every_machine(train_lab, tmp_path):
+    runner = training("--nodes", "3", str(TRAIN), "--epochs", "50", output=tmp_path)
+    try:
+        wait_until("training started on the three machines", lambda: job_processes().count("train.py") >= 3,
+                   timeout=90, interval=0.5)
+        time.sleep(2)
+        os.killpg(runner.pid, signal.SIGINT)
+        started = time.monotonic()
+        _, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 130, err[-2000:]
+    _, took = wait_until("no job process left", lambda: job_processes() == "", timeout=5, interval=0.1)
+    print(f"every machine clean {time.monotonic() - started:.1f} s after Ctrl+C")
+
+
+def test_a_machine_that_vanishes_fails_the_training_naming_it(train_lab, tmp_path):
+    runner = training("--nodes", "3", str(TRAIN), "--epochs", "50", output=tmp_path)
+    try:
+        wait_until("training started on the three machines", lambda: job_processes().count("train.py") >= 3,
+                   timeout=90, interval=0.5)
+        time.sleep(2)
+        os.kill(int((LAB_DIR / "m3" / "partagpud.pid").read_text()), signal.SIGKILL)
+        _, err = runner.communicate(timeout=120)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        lab_ok("start", "3")
+    assert runner.returncode == 1, err[-2000:]
+    assert "lab-3 (node 2) vanished" in err, err[-2000:]
+    wait_until("no job process left", lambda: job_processes() == "", timeout=10)
