@@ -141,7 +141,9 @@ def run_peers(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _nodes(text: str) -> int | list[str]:
+def _nodes(text: str) -> int | list[str] | None:
+    if text == "all":
+        return None
     if text.isdigit() and int(text) > 0:
         return int(text)
     names = [name.strip() for name in text.split(",")]

@@ -179,7 +179,7 @@ def distribute(script: str | os.PathLike[str], *args: str,
     gpus = 0 if gpus_per_node == "auto" else int(gpus_per_node)
     spec = build_spec(argv, packed, runtime=runtime, env=env, gpus=gpus, artifacts=artifacts,
                       time_limit_s=time_limit_s)
-    _say(f"sending the workspace: {packed[1]} files, {format_bytes(len(packed[0]))}")
+    _say(f"sending the workspace: {packed[1]} file{'' if packed[1] == 1 else 's'}, {format_bytes(len(packed[0]))}")
     job = _send("Distribute", spec, packed[0], nodes_argument(nodes), SUBMIT_TIMEOUT_S)
     if wait:
         follow(job, timeout, root if output is None else output)

@@ -164,7 +164,7 @@ pub fn part_id(group: &JobId, rank: u32) -> JobId {
 #[must_use]
 pub fn parts(template: &JobSpec, machines: &[Candidate], rendezvous_port: u16) -> Vec<Part> {
     let count = machines.len();
-    let endpoint = format!("{}:{rendezvous_port}", machines[0].address);
+    let master = (machines[0].address.to_string(), rendezvous_port.to_string());
     let mut peers = Vec::new();
     for machine in machines {
         for (first_port, last_port) in [RENDEZVOUS_PORTS, EPHEMERAL_PORTS] {
@@ -194,9 +194,23 @@ pub fn parts(template: &JobSpec, machines: &[Candidate], rendezvous_port: u16) -
             spec.id = part_id(&template.id, rank);
             spec.resources.gpus = gpus;
             spec.network = NetworkMode::Peers { peers: peers.clone() };
+            // Quieter logs unless the user asks otherwise: the agents' C++ warnings about
+            // reverse lookups (sandboxes have no DNS) and the stack traces printed when the
+            // rendezvous host exits first at the end of a training.
+            for (name, value) in [
+                ("TORCH_CPP_LOG_LEVEL", "ERROR"),
+                ("TORCH_SHOW_CPP_STACKTRACES", "0"),
+            ] {
+                spec.env
+                    .entry(name.to_owned())
+                    .or_insert_with(|| value.to_owned());
+            }
             if rank != 0 {
                 spec.artifacts.clear();
             }
+            // The static rendezvous keeps the node ranks given here: rank 0 (which saves the
+            // artifacts) is where the coordinator expects it, and hosts the store. The elastic
+            // c10d rendezvous, which reorders ranks by arrival, comes with recovery ([8/8]).
             let mut argv: Vec<String> = [
                 "torchrun",
                 "--nnodes",
@@ -206,15 +220,16 @@ pub fn parts(template: &JobSpec, machines: &[Candidate], rendezvous_port: u16) -
                 "--nproc-per-node",
                 &processes.to_string(),
                 "--rdzv-backend",
-                "c10d",
-                "--rdzv-endpoint",
-                &endpoint,
+                "static",
+                "--master-addr",
+                &master.0,
+                "--master-port",
+                &master.1,
                 "--rdzv-id",
                 &template.id.to_hex(),
                 "--max-restarts",
                 "0",
-                // The workers' MASTER_ADDR is the address of whichever node the rendezvous
-                // makes rank 0: an address, not a sandbox host name the others cannot resolve.
+                // Workers reach each other at this address, not at a sandbox host name.
                 "--local-addr",
                 &machine.address.to_string(),
             ]

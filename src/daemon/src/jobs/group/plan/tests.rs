@@ -92,8 +92,9 @@ fn each_part_runs_torchrun_against_rank_zero_and_may_reach_only_the_others() {
     assert_eq!(
         line,
         format!(
-            "torchrun --nnodes 2 --node-rank 1 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint \
-             10.98.0.1:29412 --rdzv-id {} --max-restarts 0 --local-addr 10.98.0.2 train.py --epochs 2",
+            "torchrun --nnodes 2 --node-rank 1 --nproc-per-node 1 --rdzv-backend static --master-addr \
+             10.98.0.1 --master-port 29412 --rdzv-id {} --max-restarts 0 --local-addr 10.98.0.2 train.py \
+             --epochs 2",
             template.id.to_hex()
         )
     );
