@@ -105,3 +105,36 @@ def test_a_machine_that_vanishes_fails_the_training_naming_it(train_lab, tmp_pat
     assert runner.returncode == 1, err[-2000:]
     assert "lab-3 (node 2) vanished" in err, err[-2000:]
     wait_until("no job process left", lambda: job_processes() == "", timeout=10)
+
+
+NOTEBOOK_RUNNER = r"""
+import sys
+import nbclient
+import nbformat
+
+notebook = nbformat.read(sys.argv[1], as_version=4)
+nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
+                        resources={"metadata": {"path": sys.argv[2]}}).execute()
+nbformat.write(notebook, sys.argv[3])
+"""
+
+
+def test_the_example_notebook_runs_in_a_real_kernel(train_lab, tmp_path):
+    import shutil
+
+    work = tmp_path / "examples"
+    shutil.copytree(REPO / "examples", work, ignore=shutil.ignore_patterns("model.pt", "metrics.json"))
+    executed = tmp_path / "executed.ipynb"
+    result = on(1, TORCH, "-c", NOTEBOOK_RUNNER, str(work / "notebook.ipynb"), str(work), str(executed),
+                timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    notebook = json.loads(executed.read_text())
+    def text(value):  # nbformat stores multi-line strings as lists of lines
+        return "".join(value) if isinstance(value, list) else value
+
+    outputs = "".join(text(out.get("text", "")) + json.dumps(out.get("data", {}))
+                      for cell in notebook["cells"] if cell["cell_type"] == "code" for out in cell["outputs"])
+    for machine in ("lab-1", "lab-2", "lab-3"):
+        assert machine in outputs
+    assert "'state': 'succeeded'" in outputs and "3 processes; final loss" in outputs
+    assert (work / "unet" / "model.pt").exists()
