@@ -45,18 +45,28 @@ pub struct Target {
     pub address: SocketAddr,
 }
 
+/// Whether a user's `wanted` names the machine `name` with node id `node_id`: its display name
+/// in any case, or at least 4 leading hex digits of its node id.
+#[must_use]
+pub fn names_machine(wanted: &str, name: &str, node_id: &str) -> bool {
+    let lower = wanted.to_lowercase();
+    name.to_lowercase() == lower || (wanted.len() >= 4 && node_id.starts_with(&lower))
+}
+
 /// Finds the member called `wanted` (display name, or node id or its prefix).
 ///
 /// # Errors
 /// [`JobError::NotFound`] / [`JobError::Peer`] with what to do.
 pub fn find_member(peer: &PeerContext, wanted: &str) -> Result<Target, JobError> {
     let members = peer.fleet.members();
-    let lower = wanted.to_lowercase();
     let found: Vec<_> = members
         .iter()
         .filter(|m| {
-            m.state.as_ref().is_some_and(|s| s.name.to_lowercase() == lower)
-                || (wanted.len() >= 4 && m.node_id.starts_with(&lower))
+            names_machine(
+                wanted,
+                m.state.as_ref().map_or("", |s| s.name.as_str()),
+                &m.node_id,
+            )
         })
         .collect();
     let member = match found.as_slice() {

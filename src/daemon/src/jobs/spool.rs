@@ -17,6 +17,9 @@ use rustix::fs::{fallocate, FallocateFlags};
 
 use super::store::files;
 
+/// Disk blocks of consumed spool are freed in whole units of this many bytes.
+const PUNCH_UNIT: u64 = 1 << 20;
+
 /// Where the read position in the spool is noted.
 const RAW_OFFSET: &str = "raw.offset";
 
@@ -56,23 +59,7 @@ impl Spool {
             .create_new(true)
             .mode(0o600)
             .open(dir.join(files::RAW))?;
-        let raw = File::open(dir.join(files::RAW))?;
-        let log = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(dir.join(files::LOG))?;
-        let log_len = log.metadata()?.len();
-        let spool = Self {
-            dir: dir.to_owned(),
-            raw,
-            raw_offset: 0,
-            punched: 0,
-            log,
-            log_len,
-            neutraliser: Neutraliser::new(),
-            limiter: LogLimiter::new(DEFAULT_LOG_RATE, DEFAULT_LOG_BURST, DEFAULT_LOG_CAP),
-        };
+        let spool = Self::reader(dir, 0)?;
         Ok((spool, writer))
     }
 
@@ -82,24 +69,24 @@ impl Spool {
     /// # Errors
     /// The files cannot be opened.
     pub fn resume(dir: &Path) -> io::Result<Self> {
-        let raw = File::open(dir.join(files::RAW))?;
         let raw_offset = std::fs::read_to_string(dir.join(RAW_OFFSET))
             .ok()
             .and_then(|text| text.trim().parse().ok())
             .unwrap_or(0);
-        let log = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(dir.join(files::LOG))?;
-        let log_len = log.metadata()?.len();
+        Self::reader(dir, raw_offset)
+    }
+
+    /// The reading side, from `raw_offset` of the spool (everything before it was consumed
+    /// and may have been punched out).
+    fn reader(dir: &Path, raw_offset: u64) -> io::Result<Self> {
+        let log = open_log(dir)?;
         Ok(Self {
             dir: dir.to_owned(),
-            raw,
+            raw: File::open(dir.join(files::RAW))?,
             raw_offset,
-            punched: raw_offset & !((1 << 20) - 1),
+            punched: raw_offset & !(PUNCH_UNIT - 1),
+            log_len: log.metadata()?.len(),
             log,
-            log_len,
             neutraliser: Neutraliser::new(),
             limiter: LogLimiter::new(DEFAULT_LOG_RATE, DEFAULT_LOG_BURST, DEFAULT_LOG_CAP),
         })
@@ -164,7 +151,7 @@ impl Spool {
     /// Frees the disk blocks of what was consumed, in whole MiB (best effort: a file system
     /// without hole punching just keeps them).
     fn punch(&mut self) {
-        let upto = self.raw_offset & !((1 << 20) - 1);
+        let upto = self.raw_offset & !(PUNCH_UNIT - 1);
         if upto > self.punched {
             let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
             if fallocate(&self.raw, flags, self.punched, upto - self.punched).is_ok() {
@@ -200,12 +187,16 @@ pub fn read_log(dir: &Path, offset: u64, max: usize) -> io::Result<(Vec<u8>, u64
 /// # Errors
 /// The log cannot be written.
 pub fn append_log(dir: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut log = OpenOptions::new()
+    open_log(dir)?.write_all(bytes)
+}
+
+/// The log of the job in `dir`, for appending (created when missing).
+fn open_log(dir: &Path) -> io::Result<File> {
+    OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o600)
-        .open(dir.join(files::LOG))?;
-    log.write_all(bytes)
+        .open(dir.join(files::LOG))
 }
 
 #[cfg(test)]

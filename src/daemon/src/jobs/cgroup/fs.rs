@@ -3,12 +3,12 @@
 //! backends share.
 
 use std::io::{ErrorKind, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rustix::process::{kill_process, Pid, Signal};
 
-use super::CgroupError;
+use super::{CgroupError, JobCgroup};
 
 /// How long `kill_all` keeps trying before it reports the survivors.
 pub(super) const KILL_DEADLINE: Duration = Duration::from_secs(2);
@@ -174,41 +174,33 @@ pub(super) fn signal_pids(pids: &[i32], signal: Signal, cgroup: &Path) -> Result
 }
 
 /// What the freeze-kill loop needs from a cgroup.
-pub(super) trait Killable {
-    /// The directory named in errors.
-    fn dir(&self) -> PathBuf;
-    fn freeze_now(&self) -> Result<(), CgroupError>;
-    fn thaw_now(&self) -> Result<(), CgroupError>;
-    fn frozen_now(&self) -> Result<bool, CgroupError>;
-    fn tasks(&self) -> Result<Vec<i32>, CgroupError>;
-}
-
 /// Freeze, SIGKILL every task, thaw, until empty or the deadline: freezing first means no task
 /// can fork a new one between reading the list and signalling it.
-pub(super) fn freeze_kill_loop(cg: &dyn Killable) -> Result<(), CgroupError> {
+/// `dir` is the directory named in errors.
+pub(super) fn freeze_kill_loop(cg: &dyn JobCgroup, dir: &Path) -> Result<(), CgroupError> {
     let start = Instant::now();
     loop {
-        let tasks = cg.tasks()?;
+        let tasks = cg.pids()?;
         if tasks.is_empty() {
             return Ok(());
         }
         if start.elapsed() >= KILL_DEADLINE {
             return Err(CgroupError::NotEmpty {
-                path: cg.dir(),
+                path: dir.to_owned(),
                 remaining: tasks.len(),
                 waited_ms: start.elapsed().as_millis() as u64,
             });
         }
-        cg.freeze_now()?;
+        cg.freeze()?;
         // A task in uninterruptible sleep delays freezing; kill anyway after a short wait,
         // the next round catches whatever it forked.
         let freeze_start = Instant::now();
-        while !cg.frozen_now()? && freeze_start.elapsed() < Duration::from_millis(200) {
+        while !cg.is_frozen()? && freeze_start.elapsed() < Duration::from_millis(200) {
             std::thread::sleep(Duration::from_millis(5));
         }
-        let result = signal_pids(&cg.tasks()?, Signal::KILL, &cg.dir());
+        let result = signal_pids(&cg.pids()?, Signal::KILL, dir);
         // Thaw even when signalling failed: a frozen task never handles its SIGKILL.
-        cg.thaw_now()?;
+        cg.thaw()?;
         result?;
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::process::Signal;
 
-use super::fs::{self, Killable};
+use super::fs;
 use super::{list_jobs, validate_name, CgroupBackend, CgroupError, CgroupLimits, JobCgroup};
 
 /// The mount directories of the hierarchies a job lives in, symlinks resolved (Debian's
@@ -175,24 +175,6 @@ impl V1Job {
     }
 }
 
-impl Killable for V1Job {
-    fn dir(&self) -> PathBuf {
-        self.freezer.clone()
-    }
-    fn freeze_now(&self) -> Result<(), CgroupError> {
-        self.freeze()
-    }
-    fn thaw_now(&self) -> Result<(), CgroupError> {
-        self.thaw()
-    }
-    fn frozen_now(&self) -> Result<bool, CgroupError> {
-        self.is_frozen()
-    }
-    fn tasks(&self) -> Result<Vec<i32>, CgroupError> {
-        self.pids()
-    }
-}
-
 impl JobCgroup for V1Job {
     fn name(&self) -> &str {
         &self.name
@@ -251,7 +233,7 @@ impl JobCgroup for V1Job {
     }
 
     fn kill_all(&self) -> Result<(), CgroupError> {
-        fs::freeze_kill_loop(self)
+        fs::freeze_kill_loop(self, &self.freezer)
     }
 
     fn is_empty(&self) -> Result<bool, CgroupError> {

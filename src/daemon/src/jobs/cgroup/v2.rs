@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::process::Signal;
 
-use super::fs::{self, Killable};
+use super::fs;
 use super::{list_jobs, validate_name, CgroupBackend, CgroupError, CgroupLimits, JobCgroup};
 
 /// The controllers every job needs; enabled in the parent's and the root's subtree_control.
@@ -93,24 +93,6 @@ impl V2Job {
     }
 }
 
-impl Killable for V2Job {
-    fn dir(&self) -> PathBuf {
-        self.dir.clone()
-    }
-    fn freeze_now(&self) -> Result<(), CgroupError> {
-        self.freeze()
-    }
-    fn thaw_now(&self) -> Result<(), CgroupError> {
-        self.thaw()
-    }
-    fn frozen_now(&self) -> Result<bool, CgroupError> {
-        self.is_frozen()
-    }
-    fn tasks(&self) -> Result<Vec<i32>, CgroupError> {
-        self.pids()
-    }
-}
-
 impl JobCgroup for V2Job {
     fn name(&self) -> &str {
         &self.name
@@ -159,7 +141,7 @@ impl JobCgroup for V2Job {
         let kill = self.file("cgroup.kill");
         if !kill.exists() {
             // Kernels before 5.14 have no cgroup.kill; cgroup.freeze (5.2) does the same job.
-            return fs::freeze_kill_loop(self);
+            return fs::freeze_kill_loop(self, &self.dir);
         }
         fs::write_value(&kill, "1")?;
         fs::wait_empty(

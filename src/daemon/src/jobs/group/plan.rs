@@ -115,12 +115,9 @@ pub fn choose(
     } else {
         let mut picked = Vec::new();
         for name in wanted.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let lower = name.to_lowercase();
             let found = candidates
                 .iter()
-                .find(|c| {
-                    c.name.to_lowercase() == lower || (name.len() >= 4 && c.node_id.starts_with(&lower))
-                })
+                .find(|c| super::super::remote::names_machine(name, &c.name, &c.node_id))
                 .ok_or_else(|| format!("no member of the room is called {name:?} (see partagpuctl peers)"))?;
             if let Some(why) = unfit(found, runtime, torch) {
                 return Err(why);
