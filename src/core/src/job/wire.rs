@@ -23,6 +23,15 @@ pub enum JobRequest {
         /// The job.
         spec: Box<JobSpec>,
     },
+    /// Coordinate a distributed training from the receiving machine on the sender's behalf
+    /// (a notebook without a service of its own); the workspace follows as for `Submit`.
+    Distribute {
+        /// The training's template (argv is the script and its arguments).
+        spec: Box<JobSpec>,
+        /// Which machines: "" every eligible one, "N", or names / node ids with commas.
+        #[serde(default)]
+        nodes: String,
+    },
     /// Stream the job's output from `offset`, its state changes, and its end.
     Follow {
         /// The handle.

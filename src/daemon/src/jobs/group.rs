@@ -18,7 +18,7 @@ use partagpu_core::job::spec::JobSpec;
 use partagpu_core::job::state::JobState;
 use rand_core::{OsRng, RngCore};
 
-use super::manager::{now_ms, JobEntry, JobError, JobManager, Origin, Stop};
+use super::manager::{now_ms, JobEntry, JobError, JobManager, Origin, Stop, MAX_OPEN_PER_SUBMITTER};
 use super::remote::{self, Target};
 use super::runner::end;
 use super::spool::{append_log, read_log};
@@ -65,8 +65,47 @@ fn candidates(jobs: &JobManager, peer: &PeerContext) -> Vec<Candidate> {
     found
 }
 
-/// Plans, submits every part (rank 0 first) and starts the coordinator. If a part cannot be
-/// submitted, the parts already sent are cancelled and the machine is named.
+/// Who a training is coordinated for: the group's submitter, and the local origin its parts
+/// are submitted under (this machine sends them; a member's training runs as root here).
+fn group_owner(
+    jobs: &JobManager,
+    template: &JobSpec,
+    origin: &Origin,
+) -> Result<(String, String, Option<u32>, u32), JobError> {
+    let shared = &jobs.shared;
+    match origin {
+        Origin::Local { uid } => Ok((
+            shared.node_id.clone(),
+            shared.sharing.policy().display_name,
+            Some(*uid),
+            *uid,
+        )),
+        Origin::Peer { node_id, name } => {
+            if template.submitter != *node_id {
+                return Err(JobError::Invalid(
+                    "the training's submitter is not the machine that sent it".into(),
+                ));
+            }
+            let open = shared
+                .all()
+                .iter()
+                .map(|e| e.record())
+                .filter(|r| r.role == JobRole::Group && r.submitter == *node_id && !r.state.is_terminal())
+                .count();
+            if open >= MAX_OPEN_PER_SUBMITTER {
+                return Err(JobError::Refused(format!(
+                    "{} already coordinates {open} trainings of yours; wait for one to end",
+                    shared.sharing.policy().display_name
+                )));
+            }
+            Ok((node_id.clone(), name.clone(), None, 0))
+        }
+    }
+}
+
+/// Plans, submits every part (rank 0 first) and starts the coordinator, for a local user or
+/// for a member without a service of its own. If a part cannot be submitted, the parts
+/// already sent are cancelled and the machine is named.
 ///
 /// # Errors
 /// [`JobError`] with a sentence for the user.
@@ -76,13 +115,17 @@ pub async fn distribute(
     mut template: JobSpec,
     workspace: Vec<u8>,
     nodes: &str,
-    uid: u32,
+    origin: &Origin,
 ) -> Result<JobRecord, JobError> {
     let shared = &jobs.shared;
-    template.submitter.clone_from(&shared.node_id);
+    let (submitter, submitter_name, record_uid, uid) = group_owner(jobs, &template, origin)?;
+    // The group is named after its submitter (§7.6); its parts are sent by this machine.
+    template.submitter.clone_from(&submitter);
     template
         .validate()
         .map_err(|e| JobError::Invalid(e.to_string()))?;
+    let handle = template.key().dir_name();
+    template.submitter.clone_from(&shared.node_id);
     let all = candidates(jobs, &peer);
     let runtime = match &template.runtime {
         Some(name) => name.clone(),
@@ -97,7 +140,6 @@ pub async fn distribute(
     template.runtime = Some(runtime);
     let port = plan::RENDEZVOUS_PORTS.0 + u16::try_from(OsRng.next_u32() % 100).unwrap_or(0);
     let parts = plan::parts(&template, &machines, port);
-    let handle = template.key().dir_name();
     if shared.find(&handle).is_ok() {
         return Err(JobError::Invalid(
             "this training was already submitted; a new run needs a new id".into(),
@@ -142,8 +184,8 @@ pub async fn distribute(
         job: handle,
         id: template.id.to_hex(),
         attempt: template.attempt,
-        submitter: shared.node_id.clone(),
-        submitter_name: shared.sharing.policy().display_name,
+        submitter,
+        submitter_name,
         node: shared.node_id.clone(),
         node_name: shared.sharing.policy().display_name,
         role: JobRole::Group,
@@ -157,7 +199,7 @@ pub async fn distribute(
         created_ms: now_ms(),
         started_ms: Some(now_ms()),
         ended_ms: None,
-        uid: Some(uid),
+        uid: record_uid,
         artifacts: Vec::new(),
         artifact_patterns: template.artifacts.clone(),
         log_bytes: 0,

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 //! The executing side of a job connection (PGR/1 §7.6): a verified member submits a job
-//! (spec, then its workspace as DATA ended by DATA_END), follows it (LOG records and state
-//! replies until the end), cancels it, and fetches its artifacts. A member only ever sees
-//! and touches the jobs it submitted itself.
+//! (spec, then its workspace as DATA ended by DATA_END) or asks this machine to coordinate a
+//! distributed training for it (a notebook without a service of its own), follows it (LOG
+//! records and state replies until the end), cancels it, and fetches its artifacts. A member
+//! only ever sees and touches the jobs it submitted itself.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -28,7 +29,7 @@ const IDLE: Duration = Duration::from_secs(3600);
 const FOLLOW_POLL: Duration = Duration::from_millis(200);
 
 /// Serves one job connection until it ends.
-pub async fn serve(channel: Channel, context: &PeerContext, node: &VerifiedNode) {
+pub async fn serve(channel: Channel, context: &Arc<PeerContext>, node: &VerifiedNode) {
     let Channel {
         reader,
         mut writer,
@@ -56,7 +57,14 @@ pub async fn serve(channel: Channel, context: &PeerContext, node: &VerifiedNode)
     while let Some(Ok(record)) = incoming.recv().await {
         let outcome = match record.record_type {
             RecordType::Request => match serde_json::from_slice::<JobRequest>(&record.body) {
-                Ok(request) => handle(request, &jobs, &origin, &mut writer, &mut incoming).await,
+                Ok(request) => {
+                    let connection = Connection {
+                        jobs: &jobs,
+                        context,
+                        origin: &origin,
+                    };
+                    handle(request, &connection, &mut writer, &mut incoming).await
+                }
                 Err(_) => Err("a job request that is not valid"),
             },
             RecordType::Ping => writer.send(RecordType::Pong, &[]).await.map_err(|_| "closed"),
@@ -123,15 +131,40 @@ fn own_job(jobs: &JobManager, origin: &Origin, job: &str) -> Result<Arc<JobEntry
     }
 }
 
+/// What one job connection serves with.
+struct Connection<'a> {
+    jobs: &'a JobManager,
+    context: &'a Arc<PeerContext>,
+    origin: &'a Origin,
+}
+
 async fn handle(
     request: JobRequest,
-    jobs: &JobManager,
-    origin: &Origin,
+    connection: &Connection<'_>,
     writer: &mut Writer,
     incoming: &mut Incoming,
 ) -> Result<(), &'static str> {
+    let Connection { jobs, origin, .. } = *connection;
     match request {
-        JobRequest::Submit { spec } => submit(*spec, jobs, origin, writer, incoming).await,
+        JobRequest::Submit { spec } => {
+            let Some(workspace) = receive_workspace(&spec, writer, incoming).await? else {
+                return Ok(());
+            };
+            match jobs.accept(*spec, workspace, origin) {
+                Ok(record) => reply(writer, &JobReply::with(record, false)).await,
+                Err(error) => reply(writer, &JobReply::refused(error.to_string())).await,
+            }
+        }
+        JobRequest::Distribute { spec, nodes } => {
+            let Some(workspace) = receive_workspace(&spec, writer, incoming).await? else {
+                return Ok(());
+            };
+            let peer = Arc::clone(connection.context);
+            match crate::jobs::group::distribute(jobs, peer, *spec, workspace, &nodes, origin).await {
+                Ok(record) => reply(writer, &JobReply::with(record, false)).await,
+                Err(error) => reply(writer, &JobReply::refused(error.to_string())).await,
+            }
+        }
         JobRequest::Follow { job, offset } => match own_job(jobs, origin, &job) {
             Ok(entry) => follow(jobs, &entry, origin, offset, writer, incoming).await,
             Err(why) => reply(writer, &JobReply::refused(why)).await,
@@ -154,15 +187,13 @@ async fn handle(
     }
 }
 
-/// Receives the workspace (never more than the spec announced, which is itself capped),
-/// then accepts the job or says why not.
-async fn submit(
-    spec: JobSpec,
-    jobs: &JobManager,
-    origin: &Origin,
+/// Receives the workspace (never more than the spec announced, which is itself capped).
+/// `None` once a damaged workspace was answered.
+async fn receive_workspace(
+    spec: &JobSpec,
     writer: &mut Writer,
     incoming: &mut Incoming,
-) -> Result<(), &'static str> {
+) -> Result<Option<Vec<u8>>, &'static str> {
     let announced = spec
         .workspace_bytes
         .min(partagpu_core::job::workspace::MAX_WORKSPACE_BYTES);
@@ -183,20 +214,17 @@ async fn submit(
                     return Err("an invalid DATA_END");
                 };
                 if total != workspace.len() as u64 || sha[..] != Sha256::digest(&workspace)[..] {
-                    return reply(
+                    reply(
                         writer,
                         &JobReply::refused("the workspace arrived damaged (length or SHA-256)"),
                     )
-                    .await;
+                    .await?;
+                    return Ok(None);
                 }
-                break;
+                return Ok(Some(workspace));
             }
             _ => return Err("a record out of place in a workspace upload"),
         }
-    }
-    match jobs.accept(spec, workspace, origin) {
-        Ok(record) => reply(writer, &JobReply::with(record, false)).await,
-        Err(error) => reply(writer, &JobReply::refused(error.to_string())).await,
     }
 }
 

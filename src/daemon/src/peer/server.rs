@@ -41,7 +41,7 @@ pub async fn serve(listener: TcpListener, context: Arc<PeerContext>) {
     }
 }
 
-async fn handle(mut stream: TcpStream, peer: SocketAddr, context: &PeerContext) {
+async fn handle(mut stream: TcpStream, peer: SocketAddr, context: &Arc<PeerContext>) {
     let ip = peer.ip();
     let source = ip.to_string();
     let accepted_at = Instant::now();

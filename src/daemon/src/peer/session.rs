@@ -148,7 +148,7 @@ pub async fn authenticate(
 
 /// Serves a control session as the server: the client's HELLO first, then the member link
 /// ([`crate::fleet::link`]) until it ends.
-pub async fn run_control(mut channel: Channel, context: &PeerContext, node: &VerifiedNode) {
+pub async fn run_control(mut channel: Channel, context: &std::sync::Arc<PeerContext>, node: &VerifiedNode) {
     let source = channel.peer.ip().to_string();
     let node_id = node.node_id.to_hex();
     let hello = channel

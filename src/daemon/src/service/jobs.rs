@@ -113,9 +113,15 @@ impl JobsIface {
             ));
         }
         let spec = JobSpec::parse(spec.as_bytes()).map_err(|e| BusError::InvalidArgument(e.to_string()))?;
-        let record =
-            crate::jobs::group::distribute(&self.jobs, Arc::clone(&self.peer), spec, workspace, &nodes, uid)
-                .await?;
+        let record = crate::jobs::group::distribute(
+            &self.jobs,
+            Arc::clone(&self.peer),
+            spec,
+            workspace,
+            &nodes,
+            &Origin::Local { uid },
+        )
+        .await?;
         Ok(record.job)
     }
 
