@@ -138,7 +138,13 @@ pub async fn distribute(
     let torch = plan::reference(&all, &runtime).and_then(|r: &RuntimeInfo| r.torch.clone());
     let machines = plan::choose(&all, nodes, &runtime, torch.as_deref()).map_err(JobError::Refused)?;
     template.runtime = Some(runtime);
-    let port = plan::RENDEZVOUS_PORTS.0 + u16::try_from(OsRng.next_u32() % 100).unwrap_or(0);
+    let open: Vec<JobRecord> = shared
+        .all()
+        .iter()
+        .map(|e| e.record())
+        .filter(|r| !r.state.is_terminal())
+        .collect();
+    let port = plan::rendezvous_port(open.iter().map(|r| r.argv.as_slice()), OsRng.next_u32());
     let parts = plan::parts(&template, &machines, port);
     if shared.find(&handle).is_ok() {
         return Err(JobError::Invalid(

@@ -145,6 +145,33 @@ pub fn choose(
     Ok(chosen)
 }
 
+/// The rendezvous ports named by `argvs` (open trainings' parts known here).
+fn ports_in_use<'a>(argvs: impl IntoIterator<Item = &'a [String]>) -> Vec<u16> {
+    argvs
+        .into_iter()
+        .filter_map(|argv| {
+            let at = argv.iter().position(|a| a == "--master-port")?;
+            argv.get(at + 1)?.parse().ok()
+        })
+        .collect()
+}
+
+/// A rendezvous port for a new training: `pick` chooses among those that no open training
+/// known here uses, so two trainings whose rank 0 is this machine never collide (a torchrun
+/// that finds its port taken fails the whole training).
+#[must_use]
+pub fn rendezvous_port<'a>(open_argvs: impl IntoIterator<Item = &'a [String]>, pick: u32) -> u16 {
+    let used = ports_in_use(open_argvs);
+    let free: Vec<u16> = (RENDEZVOUS_PORTS.0..=RENDEZVOUS_PORTS.1)
+        .filter(|p| !used.contains(p))
+        .collect();
+    if free.is_empty() {
+        // 100 open trainings: more than this machine takes; any port, torchrun will say.
+        return RENDEZVOUS_PORTS.0 + u16::try_from(pick % 100).unwrap_or(0);
+    }
+    free[pick as usize % free.len()]
+}
+
 /// The id of part `rank` of group `group`: derived, so a retry names the same parts.
 #[must_use]
 pub fn part_id(group: &JobId, rank: u32) -> JobId {

@@ -127,3 +127,23 @@ fn each_part_runs_torchrun_against_rank_zero_and_may_reach_only_the_others() {
     );
     parts.iter().for_each(|p| p.spec.validate().unwrap());
 }
+
+#[test]
+fn a_new_training_never_takes_a_rendezvous_port_an_open_one_uses() {
+    let argv = |port: u16| -> Vec<String> {
+        ["torchrun", "--master-port", &port.to_string(), "train.py"]
+            .map(String::from)
+            .to_vec()
+    };
+    let open: Vec<Vec<String>> = (RENDEZVOUS_PORTS.0..RENDEZVOUS_PORTS.1).map(argv).collect();
+    // Every port but the last is taken: whatever the pick, the last one is chosen.
+    for pick in [0, 1, 57, u32::MAX] {
+        let port = rendezvous_port(open.iter().map(Vec::as_slice), pick);
+        assert_eq!(port, RENDEZVOUS_PORTS.1);
+    }
+    let few = [argv(29400), vec!["python3".into(), "--master-port".into()]];
+    let chosen: std::collections::BTreeSet<u16> = (0..200)
+        .map(|pick| rendezvous_port(few.iter().map(Vec::as_slice), pick))
+        .collect();
+    assert!(!chosen.contains(&29400) && chosen.len() == 99, "{chosen:?}");
+}
