@@ -105,6 +105,7 @@ fn build_spec(args: &RunArgs, id: JobId, workspace: &Workspace) -> Result<JobSpe
             ram_bytes: args.ram.unwrap_or(defaults.ram_bytes),
             gpus: args.gpus.unwrap_or(defaults.gpus),
         },
+        artifacts_from_all_ranks: false,
         artifacts: args.artifacts.clone(),
         network: if args.allow_peers.is_empty() {
             NetworkMode::None

@@ -161,6 +161,10 @@ pub struct JobSpec {
     /// Glob patterns of the files to send back.
     #[serde(default)]
     pub artifacts: Vec<String>,
+    /// A distributed training brings back every rank's artifacts (rank N's under `rank-N/`),
+    /// not only rank 0's. Ignored by a job that is not a training.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub artifacts_from_all_ranks: bool,
     /// The network the job gets.
     #[serde(default)]
     pub network: NetworkMode,

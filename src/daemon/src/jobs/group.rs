@@ -412,7 +412,18 @@ fn copy_output(
     !out.is_empty() && append_log(dir, &out).is_ok()
 }
 
-/// The group's one terminal state, with rank 0's artifacts when it succeeded.
+/// The name a part's artifact gets in its training: rank 0's keep theirs (`model.pt`), the
+/// other ranks' go under `rank-N/` (only when every rank's were asked for).
+fn artifact_in_group(node_rank: u32, name: &str) -> String {
+    if node_rank == 0 {
+        name.to_owned()
+    } else {
+        format!("rank-{node_rank}/{name}")
+    }
+}
+
+/// The group's one terminal state, with rank 0's artifacts when it succeeded (every rank's
+/// when the spec asked).
 fn finish(
     jobs: &JobManager,
     group: &JobEntry,
@@ -428,19 +439,24 @@ fn finish(
         (Some(Stop::Cancelled(by)), _) => (JobState::Cancelled, Some(format!("cancelled by {by}"))),
         (_, Some(why)) => (JobState::Failed, Some(why)),
         _ => {
-            if let Some((part, _, _)) = states.iter().find(|(p, _, _)| p.node_rank == 0) {
-                if let Ok(entry) = shared.find(&part.job) {
-                    let record = entry.record();
-                    let from = shared.store_of(&record).dir(&record.job).join(files::ARTIFACTS);
-                    for info in &record.artifacts {
-                        let to = dir.join(files::ARTIFACTS).join(&info.name);
-                        let copied = to
-                            .parent()
-                            .map_or(Ok(()), fs::create_dir_all)
-                            .and_then(|()| fs::copy(from.join(&info.name), &to));
-                        if copied.is_ok() {
-                            artifacts.push(info.clone());
-                        }
+            // Parts other than rank 0 only collected artifacts if every rank's were asked.
+            for (part, _, _) in states {
+                let Ok(entry) = shared.find(&part.job) else {
+                    continue;
+                };
+                let record = entry.record();
+                let from = shared.store_of(&record).dir(&record.job).join(files::ARTIFACTS);
+                for info in &record.artifacts {
+                    let name = artifact_in_group(part.node_rank, &info.name);
+                    let to = dir.join(files::ARTIFACTS).join(&name);
+                    let copied = to
+                        .parent()
+                        .map_or(Ok(()), fs::create_dir_all)
+                        .and_then(|()| fs::copy(from.join(&info.name), &to));
+                    if copied.is_ok() {
+                        let mut info = info.clone();
+                        info.name = name;
+                        artifacts.push(info);
                     }
                 }
             }

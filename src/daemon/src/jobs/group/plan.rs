@@ -229,9 +229,10 @@ pub fn parts(template: &JobSpec, machines: &[Candidate], rendezvous_port: u16) -
                     .entry(name.to_owned())
                     .or_insert_with(|| value.to_owned());
             }
-            if rank != 0 {
+            if rank != 0 && !template.artifacts_from_all_ranks {
                 spec.artifacts.clear();
             }
+            spec.artifacts_from_all_ranks = false;
             // The static rendezvous keeps the node ranks given here: rank 0 (which saves the
             // artifacts) is where the coordinator expects it, and hosts the store. The elastic
             // c10d rendezvous, which reorders ranks by arrival, comes with recovery ([8/8]).

@@ -126,6 +126,14 @@ fn each_part_runs_torchrun_against_rank_zero_and_may_reach_only_the_others() {
         ]
     );
     parts.iter().for_each(|p| p.spec.validate().unwrap());
+    let mut every_rank = template.clone();
+    every_rank.artifacts_from_all_ranks = true;
+    let parts = super::parts(&every_rank, &machines, 29412);
+    assert_eq!(parts[1].spec.artifacts, ["model.pt", "metrics.json"]);
+    assert!(
+        parts.iter().all(|p| !p.spec.artifacts_from_all_ranks),
+        "the parts themselves are plain jobs"
+    );
 }
 
 #[test]
