@@ -151,6 +151,9 @@ def main():
             json.dump({"epochs": metrics, "world_size": world}, f, indent=1)
         if not all(math.isfinite(m["loss"]) for m in metrics):
             raise SystemExit("the loss diverged")
+    # Leave together: a rank that tears gloo down while another still talks to it can abort
+    # the other ("terminate called without an active exception") and fail the training.
+    dist.barrier()
     dist.destroy_process_group()
 
 

@@ -54,7 +54,10 @@ impl Jobs<'_> {
     /// # Errors
     /// [`ClientError::InvalidArgument`] for a refused spec or workspace, [`ClientError::NotAuthorized`], …
     pub async fn submit(&self, spec_json: &str, workspace: &[u8], node: &str) -> Result<String, ClientError> {
-        Ok(self.proxy.submit(spec_json, workspace, node).await?)
+        Ok(self
+            .proxy
+            .submit(spec_json, serde_bytes::Bytes::new(workspace), node)
+            .await?)
     }
 
     /// Starts a DDP training (`spec_json`'s argv is the script and its arguments) on `nodes`
@@ -68,7 +71,10 @@ impl Jobs<'_> {
         workspace: &[u8],
         nodes: &str,
     ) -> Result<String, ClientError> {
-        Ok(self.proxy.distribute(spec_json, workspace, nodes).await?)
+        Ok(self
+            .proxy
+            .distribute(spec_json, serde_bytes::Bytes::new(workspace), nodes)
+            .await?)
     }
 
     /// Every job known here, newest first: the JSON array of `JobRecord`s the service sent.

@@ -193,9 +193,9 @@ pub trait Fleet1 {
 )]
 pub trait Jobs1 {
     /// Submits a JSON JobSpec with its workspace tar to `node` ("" = here); returns the handle.
-    fn submit(&self, spec: &str, workspace: &[u8], node: &str) -> zbus::Result<String>;
+    fn submit(&self, spec: &str, workspace: &serde_bytes::Bytes, node: &str) -> zbus::Result<String>;
     /// One DDP training across machines of the room; returns the group job's handle.
-    fn distribute(&self, spec: &str, workspace: &[u8], nodes: &str) -> zbus::Result<String>;
+    fn distribute(&self, spec: &str, workspace: &serde_bytes::Bytes, nodes: &str) -> zbus::Result<String>;
     /// Every job known here, newest first: a JSON array of records.
     fn list(&self) -> zbus::Result<String>;
     /// One JSON record; `job` is a handle or a unique id prefix.

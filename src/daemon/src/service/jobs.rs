@@ -75,13 +75,14 @@ impl JobsIface {
     async fn submit(
         &self,
         spec: String,
-        workspace: Vec<u8>,
+        workspace: serde_bytes::ByteBuf,
         node: String,
         #[zbus(header)] header: Header<'_>,
         #[zbus(connection)] connection: &Connection,
     ) -> Result<String, BusError> {
         authorize(connection, &header, actions::SUBMIT_JOB).await?;
         let uid = caller_uid(connection, &header).await?;
+        let workspace = workspace.into_vec();
         let mut spec =
             JobSpec::parse(spec.as_bytes()).map_err(|e| BusError::InvalidArgument(e.to_string()))?;
         let own = &self.jobs.shared.node_id;
@@ -100,13 +101,14 @@ impl JobsIface {
     async fn distribute(
         &self,
         spec: String,
-        workspace: Vec<u8>,
+        workspace: serde_bytes::ByteBuf,
         nodes: String,
         #[zbus(header)] header: Header<'_>,
         #[zbus(connection)] connection: &Connection,
     ) -> Result<String, BusError> {
         authorize(connection, &header, actions::SUBMIT_JOB).await?;
         let uid = caller_uid(connection, &header).await?;
+        let workspace = workspace.into_vec();
         if self.peer.room.current().is_none() {
             return Err(BusError::NotInRoom(
                 "this machine is in no room: join one first (partagpuctl room join)".into(),
