@@ -317,10 +317,21 @@ impl JobManager {
     ///
     /// # Errors
     /// [`JobError`]; nothing is written unless the job is accepted.
-    pub fn accept(
+    pub fn accept(&self, spec: JobSpec, workspace: Vec<u8>, origin: &Origin) -> Result<JobRecord, JobError> {
+        let digest = Sha256::digest(&workspace).into();
+        self.accept_hashed(spec, workspace, digest, origin)
+    }
+
+    /// [`Self::accept`] for a workspace whose SHA-256 was computed as it arrived (PGR/1), so
+    /// 16 MiB are not hashed a second time before the job can start.
+    ///
+    /// # Errors
+    /// As [`Self::accept`].
+    pub fn accept_hashed(
         &self,
         mut spec: JobSpec,
         workspace: Vec<u8>,
+        digest: [u8; 32],
         origin: &Origin,
     ) -> Result<JobRecord, JobError> {
         let shared = &self.shared;
@@ -400,7 +411,7 @@ impl JobManager {
                 spec.workspace_bytes
             )));
         }
-        if hex::encode(Sha256::digest(&workspace)) != spec.workspace_sha256 {
+        if hex::encode(digest) != spec.workspace_sha256 {
             return Err(JobError::Invalid(
                 "the workspace does not match its SHA-256: it was damaged on the way".into(),
             ));

@@ -152,10 +152,13 @@ pub async fn submit(
     .unwrap_or_default();
     let sent = async {
         channel.writer.send(RecordType::Request, &request).await?;
+        // Hashed as it goes out, while the link drains the previous record.
+        let mut hash = Sha256::new();
         for chunk in workspace.chunks(CHUNK) {
             channel.writer.send(RecordType::Data, chunk).await?;
+            hash.update(chunk);
         }
-        let sha: [u8; 32] = Sha256::digest(&workspace).into();
+        let sha: [u8; 32] = hash.finalize().into();
         channel
             .writer
             .send(RecordType::DataEnd, &data_end(sha, workspace.len() as u64))

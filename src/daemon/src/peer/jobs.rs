@@ -147,16 +147,16 @@ async fn handle(
     let Connection { jobs, origin, .. } = *connection;
     match request {
         JobRequest::Submit { spec } => {
-            let Some(workspace) = receive_workspace(&spec, writer, incoming).await? else {
+            let Some((workspace, digest)) = receive_workspace(&spec, writer, incoming).await? else {
                 return Ok(());
             };
-            match jobs.accept(*spec, workspace, origin) {
+            match jobs.accept_hashed(*spec, workspace, digest, origin) {
                 Ok(record) => reply(writer, &JobReply::with(record, false)).await,
                 Err(error) => reply(writer, &JobReply::refused(error.to_string())).await,
             }
         }
         JobRequest::Distribute { spec, nodes } => {
-            let Some(workspace) = receive_workspace(&spec, writer, incoming).await? else {
+            let Some((workspace, _)) = receive_workspace(&spec, writer, incoming).await? else {
                 return Ok(());
             };
             let peer = Arc::clone(connection.context);
@@ -187,17 +187,18 @@ async fn handle(
     }
 }
 
-/// Receives the workspace (never more than the spec announced, which is itself capped).
-/// `None` once a damaged workspace was answered.
+/// Receives the workspace (never more than the spec announced, which is itself capped) and
+/// its SHA-256, hashed as it arrives. `None` once a damaged workspace was answered.
 async fn receive_workspace(
     spec: &JobSpec,
     writer: &mut Writer,
     incoming: &mut Incoming,
-) -> Result<Option<Vec<u8>>, &'static str> {
+) -> Result<Option<(Vec<u8>, [u8; 32])>, &'static str> {
     let announced = spec
         .workspace_bytes
         .min(partagpu_core::job::workspace::MAX_WORKSPACE_BYTES);
     let mut workspace = Vec::new();
+    let mut hash = Sha256::new();
     loop {
         let Some(Ok(record)) = incoming.recv().await else {
             return Err("closed");
@@ -208,12 +209,14 @@ async fn receive_workspace(
                     return Err("a workspace larger than it announced");
                 }
                 workspace.extend_from_slice(&record.body);
+                hash.update(&record.body);
             }
             RecordType::DataEnd => {
                 let Some((sha, total)) = parse_data_end(&record.body) else {
                     return Err("an invalid DATA_END");
                 };
-                if total != workspace.len() as u64 || sha[..] != Sha256::digest(&workspace)[..] {
+                let digest: [u8; 32] = hash.finalize().into();
+                if total != workspace.len() as u64 || sha != digest {
                     reply(
                         writer,
                         &JobReply::refused("the workspace arrived damaged (length or SHA-256)"),
@@ -221,7 +224,7 @@ async fn receive_workspace(
                     .await?;
                     return Ok(None);
                 }
-                return Ok(Some(workspace));
+                return Ok(Some((workspace, digest)));
             }
             _ => return Err("a record out of place in a workspace upload"),
         }
