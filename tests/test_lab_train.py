@@ -107,6 +107,84 @@ def test_a_machine_that_vanishes_fails_the_training_naming_it(train_lab, tmp_pat
     wait_until("no job process left", lambda: job_processes() == "", timeout=10)
 
 
+def training_on(machine, *args, output):
+    return subprocess.Popen([str(LAB), "exec", str(machine), "--", TORCH, "-m", "partagpu", "run", "--output",
+                             str(output), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def group_record(machine):
+    jobs = json.loads(on(machine, "partagpuctl", "jobs", "--json").stdout)
+    return max((j for j in jobs if j["role"] == "group"), key=lambda j: j["created_ms"])
+
+
+def test_two_users_train_at_once_on_the_same_room(train_lab, tmp_path):
+    """The user of machine 1 and the user of machine 2 each start a 3-machine training at the
+    same moment: both run side by side on all three machines and both succeed."""
+    outputs = {machine: tmp_path / f"from-{machine}" for machine in (1, 2)}
+    runners = {machine: training_on(machine, "--nodes", "3", str(TRAIN), "--epochs", "1", output=out)
+               for machine, out in outputs.items()}
+    try:
+        results = {machine: runner.communicate(timeout=300) for machine, runner in runners.items()}
+    finally:
+        for runner in runners.values():
+            if runner.poll() is None:
+                runner.kill()
+    for machine, runner in runners.items():
+        out, err = results[machine]
+        assert runner.returncode == 0, f"machine {machine}: {err[-2000:]}"
+        assert json.loads((outputs[machine] / "metrics.json").read_text())["world_size"] == 3
+        for name in ("lab-1", "lab-2", "lab-3"):
+            assert f"[{name}/" in out, (machine, name)
+    first, second = group_record(1), group_record(2)
+    assert first["job"] != second["job"]
+    overlap = min(first["ended_ms"], second["ended_ms"]) - max(first["started_ms"], second["started_ms"])
+    print(f"the two trainings ran side by side for {overlap / 1000:.1f} s")
+    assert overlap > 0
+    assert job_processes() == ""
+
+
+def torch_of(machine_name):
+    members = json.loads(on(1, "partagpuctl", "peers", "--json").stdout)["members"]
+    for member in members:
+        if member.get("name") == machine_name and member["online"]:
+            return next((r.get("torch") for r in member.get("runtimes") or [] if r["name"] == "torch"), None)
+    return None
+
+
+def use_runtime_python(machine, python):
+    """Restarts the service of `machine` with its runtime "torch" pointing at `python`."""
+    config = LAB_DIR / f"m{machine}" / "partagpu.toml"
+    text = config.read_text()
+    start = text.index('name = "torch"')
+    line_start = text.index("python = ", start)
+    line_end = text.index("\n", line_start)
+    lab_ok("stop", str(machine))
+    config.write_text(text[:line_start] + f'python = "{python}"' + text[line_end:])
+    lab_ok("start", str(machine))
+
+
+def test_a_machine_with_another_torch_is_refused_before_launch(train_lab, tmp_path):
+    reference = torch_of("lab-1")
+    other = tmp_path / "other-torch"
+    assert run(["python3", "-m", "venv", "--without-pip", str(other)], timeout=60).returncode == 0
+    site = next((other / "lib").glob("python3*/site-packages"))
+    (site / "torch").mkdir()
+    (site / "torch" / "__init__.py").write_text('__version__ = "2.0.0"\nclass version:\n    cuda = None\n')
+    try:
+        use_runtime_python(3, other / "bin" / "python3")
+        wait_until("lab-3 offers torch 2.0.0", lambda: torch_of("lab-3") == "2.0.0", timeout=20)
+        before = on(1, "partagpuctl", "jobs", "--json").stdout
+        result = train("--nodes", "3", str(TRAIN), "--epochs", "1", output=tmp_path, timeout=120)
+        assert result.returncode != 0
+        assert f"lab-3 has torch 2.0.0, the training needs {reference}" in result.stderr, result.stderr[-2000:]
+        assert on(1, "partagpuctl", "jobs", "--json").stdout == before, "something was started"
+        assert job_processes() == ""
+        print(result.stderr.strip().splitlines()[-1])
+    finally:
+        use_runtime_python(3, TORCH)
+        wait_until("lab-3 offers the lab's torch again", lambda: torch_of("lab-3") == reference, timeout=20)
+
+
 NOTEBOOK_RUNNER = r"""
 import sys
 import nbclient
