@@ -9,6 +9,9 @@
   one command on one machine; both return a :class:`Job` (output, state, artifacts, cancel),
   and :func:`list_jobs` lists the jobs. ``python -m partagpu run`` and ``jobs`` do the same.
   :mod:`partagpu.workspace` packs the files sent with a job.
+* Without a local service, :class:`Room` (:mod:`partagpu.remote`) reaches a member of the
+  room over PGR/1 with the room code (``$PARTAGPU_CODE``): ``distribute(..., room=Room())``,
+  or automatically when ``$PARTAGPU_CODE`` is set and no partagpud runs here.
 * :mod:`partagpu.pgr` implements PGR/1, the encrypted peer protocol specified in
   ``docs/protocol.md``, independent of the Rust one in ``src/core`` and checked against the
   same known-answer vectors.
@@ -54,6 +57,10 @@ _LAZY_EXPORTS = {
     "WorkspaceTooLargeError": "partagpu.errors",
     "ArtifactError": "partagpu.errors",
     "JobFailedError": "partagpu.errors",
+    "RoomCodeError": "partagpu.errors",
+    "WrongCodeError": "partagpu.errors",
+    "RoomNotFoundError": "partagpu.errors",
+    "Room": "partagpu.remote",
 }
 
 __all__ = ["__version__", *_LAZY_EXPORTS]
@@ -64,9 +71,11 @@ if TYPE_CHECKING:
                                  JobNotFoundError, JobRefusedError, NoPeersError,
                                  NotAuthorizedError, NotInRoomError, PartaGPUError,
                                  PeerFailedError, RequestRefusedError, RuntimeMismatchError,
-                                 ServiceError, ServiceUnavailableError, WorkspaceError,
-                                 WorkspaceTooLargeError, WrongRoomError)
+                                 RoomCodeError, RoomNotFoundError, ServiceError,
+                                 ServiceUnavailableError, WorkspaceError, WorkspaceTooLargeError,
+                                 WrongCodeError, WrongRoomError)
     from partagpu.jobs import Job, list_jobs
+    from partagpu.remote import Room
     from partagpu.fleet import Fleet, discover, read_fleet
     from partagpu.peers import Gpu, Limits, Peer, Runtime
 

@@ -3,8 +3,11 @@
 
 * ``peers [--json] [--timeout S]``: the machines of the room as the local partagpud sees
   them, as a table or as one JSON document (the shape of ``partagpuctl peers --json``).
-* ``run [--nodes N|NAME,NAME] [--workspace DIR] [--artifact PAT]... [--output DIR] SCRIPT
-  [ARGS...]``: one distributed training (``partagpu.distribute``), its output streamed.
+* ``run [--nodes N|NAME,NAME] [--workspace DIR] [--artifact PAT]... [--output DIR]
+  [--peer HOST[:PORT]] [--room LABEL|ID] [--epoch N] SCRIPT [ARGS...]``: one distributed
+  training (``partagpu.distribute``), its output streamed. ``--peer``/``--room`` send it
+  over PGR/1 to a member of the room instead of the local partagpud; the room code is read
+  from ``$PARTAGPU_CODE`` only (an argument would show in ``ps`` and the shell history).
 * ``jobs [--json]``: the jobs the local partagpud knows.
 
 (``python -m partagpu.pgr`` is the separate PGR/1 test peer.) Exit status: 0 on success,
@@ -152,6 +155,12 @@ def _nodes(text: str) -> int | list[str] | None:
     return names
 
 
+def _epoch(text: str) -> int:
+    if text.isdigit() and int(text) <= 0xFFFFFFFF:
+        return int(text)
+    raise argparse.ArgumentTypeError("--epoch is a number from 0 to 4294967295")
+
+
 def _gpus(text: str) -> str | int:
     if text == "auto" or (text.isdigit() and int(text) <= 16):
         return text if text == "auto" else int(text)
@@ -162,12 +171,17 @@ def run_training(args: argparse.Namespace) -> int:
     from partagpu.distribute import distribute
 
     try:
+        room = None
+        if args.peer or args.room or args.epoch is not None:
+            from partagpu.remote import Room
+
+            room = Room(peer=args.peer, room=args.room, epoch=args.epoch)
         # Without --workspace, the script's own folder travels (not the whole current one).
         workspace = args.workspace or os.path.dirname(os.path.abspath(args.script))
         distribute(args.script, *args.args, nodes=args.nodes, workspace=workspace,
                    artifacts=args.artifact if args.artifact else ("model.pt", "metrics.json"),
                    runtime=args.runtime, gpus_per_node=args.gpus_per_node,
-                   timeout=args.timeout, output=args.output)
+                   timeout=args.timeout, output=args.output, room=room)
     except KeyboardInterrupt:
         print("partagpu: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -194,7 +208,8 @@ def run_jobs(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _ArgumentParser(prog="python -m partagpu",
-                             description="PartaGPU from Python: ask the local partagpud.")
+                             description="PartaGPU from Python: ask the local partagpud "
+                                         "(or, for run, a member of the room over PGR/1).")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      parser_class=_ArgumentParser)
     peers = commands.add_parser("peers", help="list the machines of the room",
@@ -222,6 +237,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="GPUs per machine (default: those lent)")
     run.add_argument("--timeout", type=float, default=None, metavar="S",
                      help="cancel after S seconds")
+    run.add_argument("--peer", default=None, metavar="HOST[:PORT]",
+                     help="send the training over PGR/1 to this member of the room (port "
+                          "7655 by default) instead of the local partagpud; the room code "
+                          "comes from PARTAGPU_CODE")
+    run.add_argument("--room", default=None, metavar="LABEL|ID",
+                     help="the room (its label or id) when several are announced; over PGR/1 "
+                          "as --peer")
+    run.add_argument("--epoch", type=_epoch, default=None, metavar="N",
+                     help="the room's epoch, only with --peer and --room ID when mDNS does not "
+                          "reach the member")
     run.add_argument("script", metavar="SCRIPT")
     run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
     run.set_defaults(handler=run_training)

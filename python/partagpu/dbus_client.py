@@ -107,6 +107,11 @@ class ServiceClient:
         message = new_method_call(target, member, signature or None, body)
         return self._call(message, f"{_short(interface)}.{member}", timeout=timeout, mapped=True)
 
+    def service_running(self) -> bool:
+        """Whether partagpud owns its name on this bus now (it is not bus-activated)."""
+        (owned,) = self._call(message_bus.NameHasOwner(SERVICE_NAME), "NameHasOwner")
+        return bool(owned)
+
     def _remaining(self) -> float:
         return max(self._deadline - time.monotonic(), 0.0)
 
@@ -152,6 +157,16 @@ class ServiceClient:
         if mapped:
             raise from_bus_error(name, detail)
         raise ServiceError(f"partagpud refused to give {what} ({name}: {detail})")
+
+
+def local_service_running(timeout: float = 2.0) -> bool:
+    """Whether partagpud runs here: False without a system bus, or when nobody owns its
+    name, so a caller can choose another way (``partagpu.remote``) before sending anything."""
+    try:
+        with ServiceClient(timeout) as client:
+            return client.service_running()
+    except (ServiceUnavailableError, ServiceError):
+        return False
 
 
 def _socket_address(address: str) -> str:

@@ -4,6 +4,11 @@
 runs one command on one machine (``Jobs1.Submit``). Both pack the workspace, and by default
 stream the output, bring the artifacts back and raise :class:`JobFailedError` on failure.
 
+Without a local partagpud, :func:`distribute` sends the training to a member of the room
+over PGR/1 instead (``room=``, a :class:`partagpu.remote.Room`; made from
+``$PARTAGPU_CODE`` when that is set and no partagpud answers on D-Bus). The :class:`Job` it
+returns works the same either way.
+
 Status lines go to stderr, the job's output to stdout (as ``partagpuctl run`` does).
 """
 
@@ -16,13 +21,16 @@ import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from partagpu.dbus_client import JOBS_INTERFACE, ServiceClient
+from partagpu.dbus_client import JOBS_INTERFACE, ServiceClient, local_service_running
 from partagpu.errors import JobFailedError, WorkspaceError
 from partagpu.jobs import TERMINAL_STATES, Job
 from partagpu.peers import format_bytes
 from partagpu.workspace import pack
+
+if TYPE_CHECKING:
+    from partagpu.remote import Room
 
 SUBMIT_TIMEOUT_S = 300.0  # sending a 16 MiB workspace to every member takes a while
 STOP_GRACE_S = 30.0  # how long to keep reading after a cancel before giving up
@@ -97,6 +105,18 @@ def _send(method: str, spec: dict[str, Any], data: bytes, target: str, timeout: 
     return Job(handle)
 
 
+def _room_for(room: Room | None) -> Room | None:
+    """Where to send without the local partagpud: ``room``, else a Room made from
+    ``$PARTAGPU_CODE`` when it is set and no partagpud runs here; None: ask partagpud."""
+    if room is not None:
+        return room
+    if not os.environ.get("PARTAGPU_CODE", "").strip() or local_service_running():
+        return None
+    from partagpu.remote import Room
+
+    return Room.from_environment()
+
+
 def _stream(job: Job, deadline: float | None, backlog: list[str]) -> bool:
     """Prints the output until the log is complete; False if ``deadline`` passed first.
     Lines read but not printed yet (a Ctrl+C while printing) wait in ``backlog``."""
@@ -164,7 +184,7 @@ def distribute(script: str | os.PathLike[str], *args: str,
                artifacts: Iterable[str] = ("model.pt",), runtime: str | None = None,
                env: Mapping[str, str] | None = None, wait: bool = True,
                timeout: float | None = None, output: str | os.PathLike[str] | None = None,
-               time_limit_s: int = DEFAULT_TIME_LIMIT_S) -> Job:
+               time_limit_s: int = DEFAULT_TIME_LIMIT_S, room: Room | None = None) -> Job:
     """Runs ``script`` (inside ``workspace``) with ``args`` as one DDP training across the
     room's machines: ``nodes`` None for every eligible one, a number, or names.
 
@@ -172,6 +192,10 @@ def distribute(script: str | os.PathLike[str], *args: str,
     ``wait`` (default) it streams the merged log, saves the artifacts (rank 0's) into
     ``output`` (default: the workspace) and returns once the training ended, see
     :func:`follow`; else it returns the :class:`Job` at once.
+
+    ``room`` (a :class:`partagpu.remote.Room`) sends it over PGR/1 to a member of that room,
+    which coordinates it, instead of asking the local partagpud; see :func:`_room_for` for
+    when that happens without ``room``.
     """
     root = Path(workspace)
     packed = pack(root)
@@ -180,7 +204,12 @@ def distribute(script: str | os.PathLike[str], *args: str,
     spec = build_spec(argv, packed, runtime=runtime, env=env, gpus=gpus, artifacts=artifacts,
                       time_limit_s=time_limit_s)
     _say(f"sending the workspace: {packed[1]} file{'' if packed[1] == 1 else 's'}, {format_bytes(len(packed[0]))}")
-    job = _send("Distribute", spec, packed[0], nodes_argument(nodes), SUBMIT_TIMEOUT_S)
+    remote = _room_for(room)
+    if remote is None:
+        job = _send("Distribute", spec, packed[0], nodes_argument(nodes), SUBMIT_TIMEOUT_S)
+    else:
+        job = remote.distribute(spec, packed[0], nodes_argument(nodes))
+        _say(f"{remote.describe()} coordinates job {job.handle}")
     if wait:
         follow(job, timeout, root if output is None else output)
     return job

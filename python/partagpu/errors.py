@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The exceptions of the ``partagpu`` package outside PGR/1 (which has its own, in
-:mod:`partagpu.pgr.errors`).
+:mod:`partagpu.pgr.errors`; :mod:`partagpu.remote` turns those into the ones below).
 
 Every message is one sentence meant for a person: the command line prints it as it is.
 """
@@ -124,3 +124,48 @@ def from_bus_error(name: str, message: str) -> RequestRefusedError:
                 "NotInRoom": NotInRoomError}.get(short, RequestRefusedError)
     text = message if kind is not RequestRefusedError or not name else f"{message} ({name})"
     return kind(text or f"partagpud refused the request ({name})", dbus_name=name)
+
+
+# --- A room reached without the local service (partagpu.remote) -------------------------
+
+
+class RoomCodeError(PartaGPUError, ValueError):
+    """No room code was given (``code=`` or ``PARTAGPU_CODE``), or what was given is not a
+    room code (PGR/1 §2.4). The message names a word's position, never a word."""
+
+
+class WrongCodeError(RoomCodeError):
+    """The member refused the code: it is not the room's current code (four valid words,
+    but not these, or the code was changed since). The member counts each such try as a
+    failed guess and stops answering this address for a while after a few (§9)."""
+
+
+class RoomNotFoundError(PartaGPUError, LookupError):
+    """Which room to use is unclear: none is announced on the network, several are (give
+    ``room=``), or none has the label or id given, or the peer given announces none."""
+
+
+# Sentences of the spec's validation and of the upload checks (docs/jobs.md, PGR/1 §7.6).
+_INVALID_HINTS = ("the job spec", "submitter", "arrived damaged", "already submitted",
+                  "are accepted", "can be asked for", "is not allowed", "is set by the service")
+
+
+def from_member_refusal(message: str) -> RequestRefusedError:
+    """The exception for a member's ``{"ok": false, "error": …}`` on a job connection
+    (PGR/1 §7.6). The wire carries only the sentence, so the kind is read from it with the
+    hints of :func:`from_bus_error`; ``dbus_name`` stays empty."""
+    lowered = message.lower()
+    kind: type[RequestRefusedError] = JobRefusedError
+    if any(hint in lowered for hint in _INVALID_HINTS):
+        kind = InvalidArgumentError
+    elif "runtime" in lowered:
+        kind = RuntimeMismatchError
+    elif any(hint in lowered for hint in _NO_PEERS_HINTS):
+        kind = NoPeersError
+    elif lowered.startswith(("no job", "the job has no artifact")):
+        kind = JobNotFoundError
+    elif "(node " in lowered or "could not be reached" in lowered:
+        kind = PeerFailedError
+    elif "in no room" in lowered:
+        kind = NotInRoomError
+    return kind(message or "the member refused the request")

@@ -1,19 +1,23 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A job of the local partagpud (``Jobs1``, docs/jobs.md): :class:`Job` follows one by its
-handle, :func:`list_jobs` reads them all.
+"""A job (docs/jobs.md): :class:`Job` follows one by its handle, :func:`list_jobs` reads
+the local partagpud's jobs (``Jobs1``).
 
-A :class:`Job` keeps one connection to the system bus, opened on first use (and again after
-:meth:`Job.close`); its record is a dict as ``Show`` sends it, unknown keys kept.
+A :class:`Job` reaches the machine that knows it through a :class:`JobTransport`: by
+default :class:`BusTransport`, the local partagpud on the system bus (one connection, opened
+on first use and again after :meth:`Job.close`); from a machine without the service,
+:mod:`partagpu.remote`'s, a member of the room over PGR/1. Its record is a dict as the
+service sends it, unknown keys kept.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ContextManager, Protocol
 
 from partagpu.dbus_client import JOBS_INTERFACE, ServiceClient
 from partagpu.errors import ServiceError
@@ -73,35 +77,90 @@ def format_jobs(records: list[dict[str, Any]], now_ms: int) -> str:
                      for row in rows)
 
 
+# Saves one artifact: (name, size, sha256, output directory) → its path, checked.
+SaveArtifact = Callable[[str, int, str, "str | Path"], Path]
+
+
+class JobTransport(Protocol):
+    """What a :class:`Job` asks of the machine that knows it."""
+
+    def show(self, handle: str) -> dict[str, Any]:
+        """The job's record now."""
+
+    def read_log(self, handle: str, offset: int, limit: int) -> tuple[bytes, int, bool]:
+        """Up to ``limit`` bytes of output from ``offset``: (bytes, next offset, complete)."""
+
+    def cancel(self, handle: str) -> None:
+        """Asks for the job to stop."""
+
+    def artifacts(self, handle: str) -> ContextManager[SaveArtifact]:
+        """A context in which the job's artifacts are saved one by one."""
+
+    def close(self) -> None:
+        """Releases the connection(s); the next call may open another."""
+
+
+class BusTransport:
+    """The local partagpud's ``Jobs1`` over one system-bus connection, opened on first use."""
+
+    def __init__(self, timeout: float = 30.0) -> None:
+        self._timeout = timeout
+        self._client: ServiceClient | None = None
+
+    def _call(self, member: str, signature: str = "", *body: Any) -> tuple[Any, ...]:
+        if self._client is None:
+            self._client = ServiceClient(self._timeout, enable_fds=True)
+        return self._client.call(JOBS_INTERFACE, member, signature, body, timeout=self._timeout)
+
+    def show(self, handle: str) -> dict[str, Any]:
+        (text,) = self._call("Show", "s", handle)
+        record = _json(text, f"a record of {handle}")
+        if not isinstance(record, dict):
+            raise ServiceError(f"partagpud sent a record of {handle} that is not an object")
+        return record
+
+    def read_log(self, handle: str, offset: int, limit: int) -> tuple[bytes, int, bool]:
+        data, following, complete = self._call("Logs", "stu", handle, offset, limit)
+        return bytes(data), following, complete
+
+    def cancel(self, handle: str) -> None:
+        self._call("Cancel", "s", handle)
+
+    @contextlib.contextmanager
+    def artifacts(self, handle: str) -> Iterator[SaveArtifact]:
+        def save(name: str, size: int, sha256: str, output: str | Path) -> Path:
+            (descriptor,) = self._call("OpenArtifact", "ss", handle, name)
+            with descriptor.to_file("rb") as source:
+                return receive_artifact(source, output, name, size, sha256)
+        yield save
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
 class Job:
-    """One job (or distributed training) of the local partagpud, named by ``handle``.
+    """One job (or distributed training), named by ``handle``, reached through
+    ``transport`` (default: the local partagpud over D-Bus).
 
     ``record`` is the last record read (``refresh`` or ``status`` read it again);
     ``artifacts`` lists the record's artifacts, each with a ``path`` once fetched.
     """
 
     def __init__(self, handle: str, record: dict[str, Any] | None = None,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, *, transport: JobTransport | None = None) -> None:
         self.handle = handle
         self._record = record
-        self._timeout = timeout
-        self._client: ServiceClient | None = None
+        self._transport: JobTransport = transport or BusTransport(timeout)
         self._offset = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._partial = ""
         self._fetched: dict[str, Path] = {}
 
-    # -- the bus -------------------------------------------------------------------------
-    def _call(self, member: str, signature: str = "", *body: Any) -> tuple[Any, ...]:
-        if self._client is None:
-            self._client = ServiceClient(self._timeout, enable_fds=True)
-        return self._client.call(JOBS_INTERFACE, member, signature, body, timeout=self._timeout)
-
     def close(self) -> None:
-        """Closes the bus connection (the next call opens another)."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        """Closes the connection to the service (the next call opens another)."""
+        self._transport.close()
 
     def __enter__(self) -> Job:
         return self
@@ -111,11 +170,9 @@ class Job:
 
     # -- state ---------------------------------------------------------------------------
     def refresh(self) -> dict[str, Any]:
-        """Reads the record again (``Show``) and returns it."""
-        (text,) = self._call("Show", "s", self.handle)
-        record = _json(text, f"a record of {self.handle}")
-        if not isinstance(record, dict):
-            raise ServiceError(f"partagpud sent a record of {self.handle} that is not an object")
+        """Reads the record again (``Show``; over PGR/1, the last one the member sent) and
+        returns it."""
+        record = self._transport.show(self.handle)
         self._record = record
         return record
 
@@ -145,15 +202,15 @@ class Job:
 
     def cancel(self) -> None:
         """Asks the service to stop the job (SIGINT, then SIGTERM, then SIGKILL)."""
-        self._call("Cancel", "s", self.handle)
+        self._transport.cancel(self.handle)
 
     # -- output --------------------------------------------------------------------------
     def read_lines(self) -> tuple[list[str], bool]:
         """One ``Logs`` call from where reading stopped: the complete lines received (and the
         unfinished last one once the log is complete), and whether it is complete."""
-        data, following, complete = self._call("Logs", "stu", self.handle, self._offset, LOG_CHUNK)
+        data, following, complete = self._transport.read_log(self.handle, self._offset, LOG_CHUNK)
         self._offset = following
-        text = self._partial + self._decoder.decode(bytes(data), final=complete)
+        text = self._partial + self._decoder.decode(data, final=complete)
         lines = text.splitlines(keepends=True)
         self._partial = ""
         if lines and not lines[-1].endswith("\n") and not complete:
@@ -188,14 +245,16 @@ class Job:
     def fetch(self, output: str | Path = ".") -> list[Path]:
         """Saves every artifact of the record under ``output`` (checked by size and SHA-256)
         and returns their paths."""
-        saved = []
-        for artifact in self.refresh().get("artifacts") or []:
-            name, size, sha256 = artifact["name"], int(artifact["size"]), str(artifact["sha256"])
-            (descriptor,) = self._call("OpenArtifact", "ss", self.handle, name)
-            with descriptor.to_file("rb") as source:
-                path = receive_artifact(source, output, name, size, sha256)
-            self._fetched[name] = path
-            saved.append(path)
+        saved: list[Path] = []
+        artifacts = self.refresh().get("artifacts") or []
+        if not artifacts:
+            return saved
+        with self._transport.artifacts(self.handle) as save:
+            for artifact in artifacts:
+                name, size, sha256 = artifact["name"], int(artifact["size"]), str(artifact["sha256"])
+                path = save(name, size, sha256, output)
+                self._fetched[name] = path
+                saved.append(path)
         return saved
 
     # -- reports -------------------------------------------------------------------------

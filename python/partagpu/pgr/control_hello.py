@@ -17,6 +17,8 @@ from partagpu.pgr.errors import RecordError
 
 PROTOCOL_VERSION = 1
 CONTROL_HELLO = {"purpose": "control", "versions": [PROTOCOL_VERSION], "caps": []}
+# §7.6: a job connection's HELLO carries no ``boot`` or ``port``: it is not a member link.
+JOB_HELLO = {"purpose": "job", "versions": [PROTOCOL_VERSION], "caps": []}
 # §7.3: this phase knows no REQUEST and answers every one with this RESPONSE.
 UNKNOWN_REQUEST_RESPONSE = {"error": "unknown-request"}
 
@@ -42,11 +44,11 @@ def _hello_object(body: bytes) -> dict:
     return hello
 
 
-def check_client_hello_body(body: bytes) -> dict:
-    """The client's HELLO: a purpose this end serves (control) and version 1 among its
-    versions (§6.4, §6.9); anything else closes the connection."""
+def check_client_hello_body(body: bytes, purposes: tuple[str, ...] = ("control",)) -> dict:
+    """The client's HELLO: a purpose this end serves (``purposes``, control by default) and
+    version 1 among its versions (§6.4, §6.9); anything else closes the connection."""
     hello = _hello_object(body)
-    if PROTOCOL_VERSION not in hello["versions"] or hello.get("purpose") != "control":
+    if PROTOCOL_VERSION not in hello["versions"] or hello.get("purpose") not in purposes:
         raise RecordError("bad-body", "no common version or purpose in HELLO")
     return hello
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """PGR/1 over a blocking socket: the client's :func:`connect`, the server's
-:func:`serve_one`, and the established :class:`Session` (PGR/1 §7, §8.1, §9).
+:func:`serve_one` (:func:`accept_session` for a purpose other than control), and the
+established :class:`Session` (PGR/1 §7, §8.1, §9).
 
 Before authentication every read has an exact size (57, 73, 32 bytes) and a deadline, and
 every failure closes the socket without sending anything (§7.4, §8.1). After the handshake
@@ -248,13 +249,32 @@ def serve_one(sock: socket.socket, code_or_pw: str | RoomCode | RoomPassword, ro
               epoch: int, identity: NodeIdentity, hello_reply: dict | bytes, *,
               on_session: Callable[[Session], None] | None = None,
               entropy: Entropy = os.urandom) -> ServedConnection:
-    """The server's side of one accepted connection in one room (§7.2), until it ends.
+    """The server's side of one accepted control connection in one room (§7.2), until it
+    ends: :func:`accept_session`, then ``on_session`` once the HELLOs are exchanged, then
+    the control records of §7.3 until CLOSE, EOF or 45 s of silence (see
+    :func:`_serve_control_records`).
+
+    Raises what :func:`accept_session` raises, and :class:`RecordError`,
+    :class:`ConnectionClosedError` or :class:`DeadlineError` from the control records.
+    """
+    session = accept_session(sock, code_or_pw, room_id, epoch, identity, hello_reply,
+                             entropy=entropy)
+    if on_session is not None:
+        on_session(session)
+    return _serve_control_records(session)
+
+
+def accept_session(sock: socket.socket, code_or_pw: str | RoomCode | RoomPassword,
+                   room_id: bytes, epoch: int, identity: NodeIdentity, hello_reply: dict | bytes,
+                   *, purposes: tuple[str, ...] = ("control",),
+                   entropy: Entropy = os.urandom) -> Session:
+    """The server's handshake on one accepted connection in one room (§7.2), through the
+    HELLOs: the returned :class:`Session` carries the records of the client's purpose, one
+    of ``purposes`` (§6.9; a job connection is ``("job",)``, §7.6).
 
     Deadlines of §9: the ClientHello within 2 s, the handshake through the client's
     NODE_AUTH within 5 s, its HELLO within 5 s more (a HELLO refused is answered with CLOSE
-    and a reason, §7.3). ``on_session`` is called once the HELLOs are exchanged; then the
-    control records of §7.3 flow until CLOSE, EOF or 45 s of silence (see
-    :func:`_serve_control_records`).
+    and a reason, §7.3).
 
     Raises :class:`MalformedError`, :class:`WrongRoomError`, :class:`WrongCodeError` (also
     with ``reason == "no-finished"`` when the client left or timed out after SF, since it
@@ -286,15 +306,13 @@ def serve_one(sock: socket.socket, code_or_pw: str | RoomCode | RoomPassword, ro
         record_type, body = keys.opener.open(recv_record(sock, hello_deadline, "HELLO"))
         if record_type is not RecordType.HELLO:
             raise RecordError("out-of-state", f"{record_type.name} instead of HELLO")
-        peer_hello = _checked_hello(sock, keys, hello_deadline, check_client_hello_body, body)
+        peer_hello = _checked_hello(sock, keys, hello_deadline, check_client_hello_body, body,
+                                    purposes)
         send_all(sock, keys.sealer.seal(RecordType.HELLO, hello_body), hello_deadline, "HELLO")
     except BaseException:
         close_quietly(sock)
         raise
-    session = Session(sock, keys, peer, peer_hello, IDLE_TIMEOUT)
-    if on_session is not None:
-        on_session(session)
-    return _serve_control_records(session)
+    return Session(sock, keys, peer, peer_hello, IDLE_TIMEOUT)
 
 
 def _serve_control_records(session: Session) -> ServedConnection:
