@@ -181,7 +181,8 @@ def run_training(args: argparse.Namespace) -> int:
         distribute(args.script, *args.args, nodes=args.nodes, workspace=workspace,
                    artifacts=args.artifact if args.artifact else ("model.pt", "metrics.json"),
                    runtime=args.runtime, gpus_per_node=args.gpus_per_node,
-                   timeout=args.timeout, output=args.output, room=room)
+                   timeout=args.timeout, output=args.output, room=room,
+                   artifacts_from=args.artifacts_from)
     except KeyboardInterrupt:
         print("partagpu: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -230,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="folder sent (default: the script's folder)")
     run.add_argument("--artifact", action="append", default=[], metavar="PAT",
                      help="file to bring back from rank 0, may repeat (default model.pt and metrics.json)")
+    run.add_argument("--artifacts-from", choices=("rank0", "all"), default="rank0",
+                     help="rank0 (default), or all: every machine's, rank N's under rank-N/")
     run.add_argument("--output", default=None, metavar="DIR",
                      help="where artifacts go (default: the workspace)")
     run.add_argument("--runtime", default=None, metavar="NAME", help="the Python runtime to use")

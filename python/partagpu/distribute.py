@@ -27,6 +27,7 @@ from partagpu.dbus_client import JOBS_INTERFACE, ServiceClient, local_service_ru
 from partagpu.errors import JobFailedError, WorkspaceError
 from partagpu.jobs import TERMINAL_STATES, Job
 from partagpu.peers import format_bytes
+from partagpu.progress import Progress
 from partagpu.workspace import pack
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 SUBMIT_TIMEOUT_S = 300.0  # sending a 16 MiB workspace to every member takes a while
 STOP_GRACE_S = 30.0  # how long to keep reading after a cancel before giving up
+PROGRESS_EVERY_S = 1.0  # how often the job's state is asked for while its output streams
 DEFAULT_TIME_LIMIT_S = 86400
 
 
@@ -117,10 +119,16 @@ def _room_for(room: Room | None) -> Room | None:
     return Room.from_environment()
 
 
-def _stream(job: Job, deadline: float | None, backlog: list[str]) -> bool:
+def _stream(job: Job, deadline: float | None, backlog: list[str], progress: Progress) -> bool:
     """Prints the output until the log is complete; False if ``deadline`` passed first.
-    Lines read but not printed yet (a Ctrl+C while printing) wait in ``backlog``."""
+    Lines read but not printed yet (a Ctrl+C while printing) wait in ``backlog``. The state
+    is looked at about once a second for ``progress``."""
+    looked = float("-inf")
     while True:
+        if time.monotonic() - looked >= PROGRESS_EVERY_S:
+            looked = time.monotonic()
+            job.refresh()
+            progress.update(job.summary())
         lines, complete = job.read_lines() if not backlog else ([], False)
         backlog.extend(lines)
         printed = bool(backlog)
@@ -147,17 +155,18 @@ def follow(job: Job, timeout: float | None = None,
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     backlog: list[str] = []
+    progress = Progress()
     try:
-        finished = _stream(job, deadline, backlog)
+        finished = _stream(job, deadline, backlog, progress)
     except KeyboardInterrupt:
         _say(f"cancelling job {job.handle} (Ctrl+C again to leave at once)")
         job.cancel()
-        _stream(job, time.monotonic() + STOP_GRACE_S, backlog)
+        _stream(job, time.monotonic() + STOP_GRACE_S, backlog, progress)
         raise
     if not finished:
         _say(f"job {job.handle} ran past the timeout of {timeout:g} s: cancelling it")
         job.cancel()
-        _stream(job, time.monotonic() + STOP_GRACE_S, backlog)
+        _stream(job, time.monotonic() + STOP_GRACE_S, backlog, progress)
         raise TimeoutError(f"job {job.handle} did not end within {timeout:g} s and was cancelled")
     record = job.refresh()
     for _ in range(40):  # the log completes as the end is journalled; the state follows
@@ -166,6 +175,7 @@ def follow(job: Job, timeout: float | None = None,
         time.sleep(0.25)
         record = job.refresh()
     info = job.summary()
+    progress.update(info, final=True)
     where = ", ".join(info["machines"])
     took = "" if info["wall_s"] is None else f" in {info['wall_s']:.1f} s"
     if record.get("state") != "succeeded":
@@ -184,14 +194,16 @@ def distribute(script: str | os.PathLike[str], *args: str,
                artifacts: Iterable[str] = ("model.pt",), runtime: str | None = None,
                env: Mapping[str, str] | None = None, wait: bool = True,
                timeout: float | None = None, output: str | os.PathLike[str] | None = None,
-               time_limit_s: int = DEFAULT_TIME_LIMIT_S, room: Room | None = None) -> Job:
+               time_limit_s: int = DEFAULT_TIME_LIMIT_S, room: Room | None = None,
+               artifacts_from: str = "rank0") -> Job:
     """Runs ``script`` (inside ``workspace``) with ``args`` as one DDP training across the
     room's machines: ``nodes`` None for every eligible one, a number, or names.
 
     ``gpus_per_node`` "auto" uses the GPUs each machine lends (or one CPU process). With
     ``wait`` (default) it streams the merged log, saves the artifacts (rank 0's) into
     ``output`` (default: the workspace) and returns once the training ended, see
-    :func:`follow`; else it returns the :class:`Job` at once.
+    :func:`follow`; else it returns the :class:`Job` at once. ``artifacts_from="all"``
+    brings back every rank's files too, node rank N's under ``rank-N/``.
 
     ``room`` (a :class:`partagpu.remote.Room`) sends it over PGR/1 to a member of that room,
     which coordinates it, instead of asking the local partagpud; see :func:`_room_for` for
@@ -201,8 +213,12 @@ def distribute(script: str | os.PathLike[str], *args: str,
     packed = pack(root)
     argv = [script_argv(script, root, _packed_names(packed[0])), *map(str, args)]
     gpus = 0 if gpus_per_node == "auto" else int(gpus_per_node)
+    if artifacts_from not in ("rank0", "all"):
+        raise ValueError('artifacts_from is "rank0" (rank 0\'s files) or "all" (every rank\'s)')
     spec = build_spec(argv, packed, runtime=runtime, env=env, gpus=gpus, artifacts=artifacts,
                       time_limit_s=time_limit_s)
+    if artifacts_from == "all":
+        spec["artifacts_from_all_ranks"] = True
     _say(f"sending the workspace: {packed[1]} file{'' if packed[1] == 1 else 's'}, {format_bytes(len(packed[0]))}")
     remote = _room_for(room)
     if remote is None:

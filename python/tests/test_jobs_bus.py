@@ -77,6 +77,29 @@ def test_artifacts_go_to_output_and_nodes_as_names(system_bus, workspace, tmp_pa
     assert not (workspace / "ckpt").exists()
 
 
+def test_every_ranks_artifacts_on_request_and_rank_0s_by_default(system_bus, workspace, tmp_path_factory):
+    output = tmp_path_factory.mktemp("out")
+    jobs, service = served(system_bus, artifacts={"model.pt": b"w0", "rank-1/model.pt": b"w1"})
+    with service:
+        partagpu.distribute("train.py", workspace=workspace, artifacts_from="all", output=output)
+        partagpu.distribute("train.py", workspace=workspace, output=output)
+        with pytest.raises(ValueError, match="artifacts_from"):
+            partagpu.distribute("train.py", workspace=workspace, artifacts_from="rank1")
+    assert jobs.received[0][1]["artifacts_from_all_ranks"] is True
+    assert "artifacts_from_all_ranks" not in jobs.received[1][1]
+    assert (output / "rank-1" / "model.pt").read_bytes() == b"w1"
+    assert len(jobs.received) == 2, "a bad artifacts_from sends nothing"
+
+
+def test_the_state_is_shown_as_it_changes(system_bus, workspace, capsys):
+    jobs, service = served(system_bus, parts=PARTS)
+    with service:
+        job = partagpu.distribute("train.py", workspace=workspace)
+    err = capsys.readouterr().err
+    short = job.handle.split("-")[1][:8]
+    assert f"partagpu: job {short} accepted on lab-1, lab-2 (3 processes)\n" in err
+
+
 def test_a_failed_job_raises_with_its_reason(system_bus, workspace, capsys):
     _, service = served(system_bus, chunks=[b"Traceback ...\n"], final="failed",
                         reason="the command exited with status 1", exit_code=1)
