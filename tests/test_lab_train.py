@@ -36,8 +36,18 @@ def training(*args, output):
                             start_new_session=True)
 
 
+def wait_for_the_whole_room():
+    """Until each machine sees all three online with torch (any of them may coordinate)."""
+    def whole(machine):
+        members = json.loads(on(machine, "partagpuctl", "peers", "--json").stdout)["members"]
+        return len(members) == 3 and all("torch" in str(m.get("runtimes")) and m["online"] for m in members)
+
+    wait_until("every machine offers torch to the room", lambda: all(whole(m) for m in (1, 2, 3)), timeout=30)
+
+
 @pytest.fixture(scope="module")
 def train_lab():
+    """A 3-machine room "Salle T" whose machines offer torch; yields the room code's words."""
     env = dict(os.environ, PARTAGPU_LAB_TORCH=TORCH)
     try:
         up = run([LAB, "up", "3"], timeout=180, env=env)
@@ -46,12 +56,8 @@ def train_lab():
         code = created.stdout.splitlines()[2].split()
         for machine in (2, 3):
             assert on(machine, "partagpuctl", "room", "join", "--room", "Salle T", *code).returncode == 0
-        wait_until("every machine offers torch to the room",
-                   lambda: all("torch" in str(m.get("runtimes")) and m["online"] for m in
-                               json.loads(on(1, "partagpuctl", "peers", "--json").stdout)["members"])
-                   and len(json.loads(on(1, "partagpuctl", "peers", "--json").stdout)["members"]) == 3,
-                   timeout=15)
-        yield
+        wait_for_the_whole_room()
+        yield code
     finally:
         down = lab("down", timeout=120)
         assert down.returncode == 0, down.stderr
@@ -185,6 +191,30 @@ def test_a_machine_with_another_torch_is_refused_before_launch(train_lab, tmp_pa
         wait_until("lab-3 offers the lab's torch again", lambda: torch_of("lab-3") == reference, timeout=20)
 
 
+def test_a_machine_without_the_service_trains_through_a_member(train_lab, tmp_path):
+    """Machine 1's service is stopped, as on a laptop without PartaGPU: python -m partagpu
+    finds the room on mDNS, proves the code over PGR/1, and a member coordinates."""
+    code = " ".join(train_lab)
+    config = tmp_path / "config"
+    lab_ok("stop", "1")
+    try:
+        env = dict(os.environ, PARTAGPU_CODE=code, XDG_CONFIG_HOME=str(config))
+        result = run([LAB, "exec", "1", "--", TORCH, "-m", "partagpu", "run", "--room", "Salle T",
+                      "--nodes", "2", "--output", str(tmp_path), str(TRAIN), "--epochs", "1"],
+                     env=env, timeout=300)
+    finally:
+        lab_ok("start", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "[lab-2/" in result.stdout and "[lab-3/" in result.stdout and "[lab-1/" not in result.stdout
+    assert "coordinates job" in result.stderr
+    assert json.loads((tmp_path / "metrics.json").read_text())["world_size"] == 2
+    assert (tmp_path / "model.pt").stat().st_size > 0
+    key = config / "partagpu" / "node-key"
+    assert key.stat().st_mode & 0o777 == 0o600
+    assert code not in result.stdout + result.stderr, "the code was echoed"
+    wait_for_the_whole_room()
+
+
 NOTEBOOK_RUNNER = r"""
 import sys
 import nbclient
@@ -215,4 +245,6 @@ def test_the_example_notebook_runs_in_a_real_kernel(train_lab, tmp_path):
     for machine in ("lab-1", "lab-2", "lab-3"):
         assert machine in outputs
     assert "'state': 'succeeded'" in outputs and "3 processes; final loss" in outputs
+    # The live status line, redrawn in place, ends on the final state.
+    assert "succeeded on lab-1, lab-2, lab-3 (3 processes)" in outputs
     assert (work / "unet" / "model.pt").exists()

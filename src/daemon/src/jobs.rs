@@ -94,7 +94,13 @@ pub async fn executor(
         cgroups,
         user,
         runtimes,
-        launcher: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/usr/libexec/partagpud")),
+        // The running binary itself, even once a package upgrade replaced (unlinked) the file:
+        // a launcher from the path would be the new version, or missing until a restart.
+        launcher: if Path::new("/proc/self/exe").exists() {
+            PathBuf::from("/proc/self/exe")
+        } else {
+            std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/usr/libexec/partagpud"))
+        },
         unified_mount: unified,
         run_dir: runtime_dir.join("jobs"),
         cores,

@@ -29,9 +29,11 @@ use plan::{Candidate, Part};
 /// How often the parts are looked at.
 const TICK: Duration = Duration::from_millis(100);
 
-/// This machine and the members, as candidates for a training.
-fn candidates(jobs: &JobManager, peer: &PeerContext) -> Vec<Candidate> {
+/// This machine and the members, as candidates for a training; and a sentence for each
+/// member that cannot be one now (offline, or not heard from yet), so a refusal can say why.
+fn candidates(jobs: &JobManager, peer: &PeerContext) -> (Vec<Candidate>, Vec<String>) {
     let mut found = Vec::new();
+    let mut absent = Vec::new();
     let local = peer.fleet.local();
     let own_address = peer
         .fleet
@@ -49,9 +51,18 @@ fn candidates(jobs: &JobManager, peer: &PeerContext) -> Vec<Candidate> {
         });
     }
     for member in peer.fleet.members() {
+        let name = member
+            .state
+            .as_ref()
+            .map_or_else(|| member.node_id[..8].to_owned(), |s| s.name.clone());
         let (Some(state), Some(std::net::SocketAddr::V4(address)), true) =
             (member.state, member.address, member.online)
         else {
+            absent.push(if member.online {
+                format!("{name} has not told its state yet")
+            } else {
+                format!("{name} is offline")
+            });
             continue;
         };
         found.push(Candidate {
@@ -62,7 +73,7 @@ fn candidates(jobs: &JobManager, peer: &PeerContext) -> Vec<Candidate> {
             state,
         });
     }
-    found
+    (found, absent)
 }
 
 /// Who a training is coordinated for: the group's submitter, and the local origin its parts
@@ -126,7 +137,7 @@ pub async fn distribute(
         .map_err(|e| JobError::Invalid(e.to_string()))?;
     let handle = template.key().dir_name();
     template.submitter.clone_from(&shared.node_id);
-    let all = candidates(jobs, &peer);
+    let (all, absent) = candidates(jobs, &peer);
     let runtime = match &template.runtime {
         Some(name) => name.clone(),
         None => shared
@@ -136,7 +147,13 @@ pub async fn distribute(
             .map_or_else(|| "system".to_owned(), |r| r.name.clone()),
     };
     let torch = plan::reference(&all, &runtime).and_then(|r: &RuntimeInfo| r.torch.clone());
-    let machines = plan::choose(&all, nodes, &runtime, torch.as_deref()).map_err(JobError::Refused)?;
+    let machines = plan::choose(&all, nodes, &runtime, torch.as_deref()).map_err(|why| {
+        if absent.is_empty() {
+            JobError::Refused(why)
+        } else {
+            JobError::Refused(format!("{why}; {}", absent.join("; ")))
+        }
+    })?;
     template.runtime = Some(runtime);
     let open: Vec<JobRecord> = shared
         .all()

@@ -102,12 +102,15 @@ pub fn choose(
                 .filter_map(|c| unfit(c, runtime, torch))
                 .collect();
             return Err(format!(
-                "{count} machine(s) asked for, {} can take part{}",
+                "{count} machine(s) asked for, {} can take part ({})",
                 fit.len(),
                 if why.is_empty() {
-                    String::new()
+                    format!(
+                        "only {} machine(s) of the room are linked here now",
+                        candidates.len()
+                    )
                 } else {
-                    format!(" ({})", why.join("; "))
+                    why.join("; ")
                 }
             ));
         }
