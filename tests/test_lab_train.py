@@ -149,6 +149,17 @@ def test_two_users_train_at_once_on_the_same_room(train_lab, tmp_path):
     assert job_processes() == ""
 
 
+def test_every_ranks_artifacts_come_back_on_request(train_lab, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "ranks.py").write_text("import os\nopen('rank.txt', 'w').write(os.environ['RANK'])\n")
+    result = train("--nodes", "3", "--workspace", str(work), "--artifact", "rank.txt", "--artifacts-from", "all",
+                   str(work / "ranks.py"), output=tmp_path / "out", timeout=180)
+    assert result.returncode == 0, result.stderr[-2000:]
+    got = {str(p.relative_to(tmp_path / "out")): p.read_text() for p in (tmp_path / "out").rglob("rank.txt")}
+    assert got == {"rank.txt": "0", "rank-1/rank.txt": "1", "rank-2/rank.txt": "2"}
+
+
 def torch_of(machine_name):
     members = json.loads(on(1, "partagpuctl", "peers", "--json").stdout)["members"]
     for member in members:
