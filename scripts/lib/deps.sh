@@ -18,6 +18,15 @@ PARTAGPU_APT_PACKAGES=(
     nftables
     gcc                 # C toolchain for crates with build scripts
     pkg-config
+    libgtk-4-dev        # the app (src/app): GTK 4.8 and libadwaita 1.2, relm4's gnome_43
+    libadwaita-1-dev
+    gettext             # xgettext, msgfmt: po/ checks and the app's French
+    xvfb                # the app's UI test (tests/test_app_ui.py)
+    xauth
+    fonts-cantarell     # GNOME's font, so screenshots look like the desktop
+    adwaita-icon-theme
+    desktop-file-utils  # desktop-file-validate (data/)
+    appstream           # appstreamcli validate (data/)
 )
 
 log() { printf '==> %s\n' "$*" >&2; }

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! Build-time constants. meson passes real values as environment variables at build time;
+//! a plain `cargo build` gets the defaults, so cargo alone builds and runs the app.
+
+use std::path::PathBuf;
+
+/// The application id (desktop file, metainfo, icons).
+pub const APP_ID: &str = partagpu_core::ids::APP_ID;
+/// The gettext domain: `partagpu.mo`.
+pub const GETTEXT_PACKAGE: &str = "partagpu";
+/// This app's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Where the compiled translations are: `PARTAGPU_LOCALEDIR` at run time (tests, a build
+/// tree), else `LOCALEDIR` given at build time, else the system's.
+#[must_use]
+pub fn locale_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("PARTAGPU_LOCALEDIR") {
+        return PathBuf::from(dir);
+    }
+    PathBuf::from(option_env!("LOCALEDIR").unwrap_or("/usr/share/locale"))
+}
