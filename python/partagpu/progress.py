@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
+from partagpu.jobs import TERMINAL_STATES
+
 # A notebook's status line is redrawn at most this often (each redraw is a kernel message).
 REDRAW_EVERY_S = 1.0
 
@@ -90,7 +92,9 @@ class Progress:
         changed = state != self._last_state
         self._last_state = state
         if not self._notebook:
-            if changed and not final:  # the final line is follow()'s own, with the artifacts
+            # The end is follow()'s own line, with the artifacts (an end seen while output
+            # still streams is not shown twice).
+            if changed and not final and state not in TERMINAL_STATES:
                 stream = self._stream or sys.stderr
                 print(f"partagpu: {status_text(summary)}", file=stream, flush=True)
             return

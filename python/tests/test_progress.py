@@ -33,7 +33,7 @@ def test_the_status_line_says_where_what_and_how_long():
 def test_a_terminal_gets_one_line_per_change_of_state_and_never_the_final_one():
     stream = io.StringIO()
     progress = Progress(notebook=False, stream=stream)
-    for state in ("queued", "running", "running", "running", "paused", "running"):
+    for state in ("queued", "running", "running", "running", "paused", "running", "succeeded"):
         progress.update(summary(state, 1.0))
     progress.update(summary("succeeded", 2.0), final=True)
     lines = stream.getvalue().splitlines()
