@@ -4,6 +4,7 @@ private system bus."""
 
 from __future__ import annotations
 
+import io
 import json
 import pathlib
 
@@ -28,6 +29,27 @@ def fixed_entropy(byte: int):
 @pytest.fixture
 def vectors():
     return load_cases
+
+
+@pytest.fixture
+def ctrl_c_while_printing(monkeypatch):
+    """``ctrl_c_while_printing(*lines)`` replaces stdout with one that raises
+    KeyboardInterrupt while printing any of ``lines``, as a Ctrl+C would arrive, and returns
+    the list of everything written to it."""
+    def install(*lines: str) -> list[str]:
+        written: list[str] = []
+
+        class Interrupting(io.StringIO):
+            def write(self, text: str) -> int:
+                written.append(text)
+                if text in lines:
+                    raise KeyboardInterrupt
+                return len(text)
+
+        monkeypatch.setattr("sys.stdout", Interrupting())
+        return written
+
+    return install
 
 
 @pytest.fixture

@@ -137,19 +137,10 @@ def test_service_errors_arrive_as_exceptions(system_bus, workspace, name, messag
     assert raised.value.dbus_name == f"org.partagpu.PartaGPU.Daemon.Error.{name}"
 
 
-def test_ctrl_c_cancels_keeps_reading_then_reraises(system_bus, workspace, monkeypatch, capsys):
+def test_ctrl_c_cancels_keeps_reading_then_reraises(system_bus, workspace, ctrl_c_while_printing, capsys):
     jobs, service = served(system_bus, chunks=[b"step 1\nstep 2\n", b"step 3\n"], hold=True,
                            on_cancel=[b"KeyboardInterrupt\n", b"saved a checkpoint\n"])
-    written = []
-
-    class Interrupting(io.StringIO):
-        def write(self, text: str) -> int:
-            written.append(text)
-            if text == "step 1\n":
-                raise KeyboardInterrupt  # as if Ctrl+C arrived while printing
-            return len(text)
-
-    monkeypatch.setattr("sys.stdout", Interrupting())
+    written = ctrl_c_while_printing("step 1\n")
     with service, pytest.raises(KeyboardInterrupt):
         partagpu.distribute("train.py", workspace=workspace)
     job = next(iter(jobs.jobs.values()))
@@ -215,19 +206,10 @@ def test_wait_times_out_without_cancelling(system_bus):
     assert json.loads(json.dumps(job.record))["state"] == "accepted"
 
 
-def test_a_second_ctrl_c_leaves_at_once(system_bus, workspace, monkeypatch):
+def test_a_second_ctrl_c_leaves_at_once(system_bus, workspace, ctrl_c_while_printing):
     jobs, service = served(system_bus, chunks=[b"step 1\n"], hold=True,
                            on_cancel=[b"stopping\n", b"never shown\n"])
-    written = []
-
-    class Interrupting(io.StringIO):
-        def write(self, text: str) -> int:
-            written.append(text)
-            if text in ("step 1\n", "stopping\n"):
-                raise KeyboardInterrupt
-            return len(text)
-
-    monkeypatch.setattr("sys.stdout", Interrupting())
+    written = ctrl_c_while_printing("step 1\n", "stopping\n")
     with service, pytest.raises(KeyboardInterrupt):
         partagpu.distribute("train.py", workspace=workspace)
     assert written == ["step 1\n", "stopping\n"]

@@ -108,19 +108,11 @@ def test_a_silent_member_is_pinged_and_a_dead_one_redialled(member, workspace, t
     assert job.status == "succeeded" and fake.errors == []
 
 
-def test_ctrl_c_cancels_the_training_and_keeps_reading(member, workspace, tmp_path, monkeypatch, capsys):
+def test_ctrl_c_cancels_the_training_and_keeps_reading(member, workspace, tmp_path, ctrl_c_while_printing,
+                                                       capsys):
     fake = member([("state", "running"), ("log", b"step 1\nstep 2\n"), ("hold",),
                    ("log", b"KeyboardInterrupt\n")])
-    written = []
-
-    class Interrupting(io.StringIO):
-        def write(self, text: str) -> int:
-            written.append(text)
-            if text == "step 1\n":
-                raise KeyboardInterrupt  # as if Ctrl+C arrived while printing
-            return len(text)
-
-    monkeypatch.setattr("sys.stdout", Interrupting())
+    written = ctrl_c_while_printing("step 1\n")
     with pytest.raises(KeyboardInterrupt):
         partagpu.distribute("train.py", workspace=workspace, room=room_of(fake, tmp_path))
     assert written == ["step 1\n", "step 2\n", "KeyboardInterrupt\n"]

@@ -199,7 +199,7 @@ def _group_listener(interfaces: list[str]) -> socket.socket | None:
             try:
                 listener.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
             except OSError:
-                pass
+                pass  # this interface has no multicast: the others still hear the group
     except OSError:
         listener.close()
         return None
