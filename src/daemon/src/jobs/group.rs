@@ -76,40 +76,56 @@ fn candidates(jobs: &JobManager, peer: &PeerContext) -> (Vec<Candidate>, Vec<Str
     (found, absent)
 }
 
-/// Who a training is coordinated for: the group's submitter, and the local origin its parts
-/// are submitted under (this machine sends them; a member's training runs as root here).
+/// Who a training is coordinated for.
+struct GroupOwner {
+    /// The group's submitter: this machine, or the member that asked.
+    submitter: String,
+    submitter_name: String,
+    /// The local user who may read the group over the bus (none for a member's).
+    record_uid: Option<u32>,
+    /// The uid its parts are submitted under: this machine sends them, a member's training
+    /// as root.
+    parts_uid: u32,
+}
+
+/// The owner of a training asked by `origin`; `open` are the jobs known here that have not
+/// ended (a member coordinates at most [`MAX_OPEN_PER_SUBMITTER`] trainings here at once).
 fn group_owner(
     jobs: &JobManager,
     template: &JobSpec,
     origin: &Origin,
-) -> Result<(String, String, Option<u32>, u32), JobError> {
+    open: &[JobRecord],
+) -> Result<GroupOwner, JobError> {
     let shared = &jobs.shared;
     match origin {
-        Origin::Local { uid } => Ok((
-            shared.node_id.clone(),
-            shared.sharing.policy().display_name,
-            Some(*uid),
-            *uid,
-        )),
+        Origin::Local { uid } => Ok(GroupOwner {
+            submitter: shared.node_id.clone(),
+            submitter_name: shared.sharing.policy().display_name,
+            record_uid: Some(*uid),
+            parts_uid: *uid,
+        }),
         Origin::Peer { node_id, name } => {
             if template.submitter != *node_id {
                 return Err(JobError::Invalid(
                     "the training's submitter is not the machine that sent it".into(),
                 ));
             }
-            let open = shared
-                .all()
+            let theirs = open
                 .iter()
-                .map(|e| e.record())
-                .filter(|r| r.role == JobRole::Group && r.submitter == *node_id && !r.state.is_terminal())
+                .filter(|r| r.role == JobRole::Group && r.submitter == *node_id)
                 .count();
-            if open >= MAX_OPEN_PER_SUBMITTER {
+            if theirs >= MAX_OPEN_PER_SUBMITTER {
                 return Err(JobError::Refused(format!(
-                    "{} already coordinates {open} trainings of yours; wait for one to end",
+                    "{} already coordinates {theirs} trainings of yours; wait for one to end",
                     shared.sharing.policy().display_name
                 )));
             }
-            Ok((node_id.clone(), name.clone(), None, 0))
+            Ok(GroupOwner {
+                submitter: node_id.clone(),
+                submitter_name: name.clone(),
+                record_uid: None,
+                parts_uid: 0,
+            })
         }
     }
 }
@@ -129,7 +145,19 @@ pub async fn distribute(
     origin: &Origin,
 ) -> Result<JobRecord, JobError> {
     let shared = &jobs.shared;
-    let (submitter, submitter_name, record_uid, uid) = group_owner(jobs, &template, origin)?;
+    // One look at the jobs not ended: the per-member cap and the rendezvous ports in use.
+    let open: Vec<JobRecord> = shared
+        .all()
+        .iter()
+        .map(|e| e.record())
+        .filter(|r| !r.state.is_terminal())
+        .collect();
+    let GroupOwner {
+        submitter,
+        submitter_name,
+        record_uid,
+        parts_uid: uid,
+    } = group_owner(jobs, &template, origin, &open)?;
     // The group is named after its submitter (§7.6); its parts are sent by this machine.
     template.submitter.clone_from(&submitter);
     template
@@ -155,12 +183,6 @@ pub async fn distribute(
         }
     })?;
     template.runtime = Some(runtime);
-    let open: Vec<JobRecord> = shared
-        .all()
-        .iter()
-        .map(|e| e.record())
-        .filter(|r| !r.state.is_terminal())
-        .collect();
     let port = plan::rendezvous_port(open.iter().map(|r| r.argv.as_slice()), OsRng.next_u32());
     let parts = plan::parts(&template, &machines, port);
     if shared.find(&handle).is_ok() {
