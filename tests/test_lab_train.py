@@ -29,11 +29,24 @@ def train(*args, output, timeout=300):
     return on(1, TORCH, "-m", "partagpu", "run", "--output", str(output), *args, timeout=timeout)
 
 
-def training(*args, output):
-    """The same, started in the background in its own session (for Ctrl+C)."""
-    return subprocess.Popen([str(LAB), "exec", "1", "--", TORCH, "-m", "partagpu", "run", "--output", str(output),
-                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+def training_on(machine, *args, output):
+    """The same from `machine`, started in the background in its own session (for Ctrl+C)."""
+    return subprocess.Popen([str(LAB), "exec", str(machine), "--", TORCH, "-m", "partagpu", "run", "--output",
+                             str(output), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
+
+
+def long_training(output):
+    """A 50-epoch training from machine 1, once its three parts run and have trained a little."""
+    runner = training_on(1, "--nodes", "3", str(TRAIN), "--epochs", "50", output=output)
+    try:
+        wait_until("training started on the three machines", lambda: job_processes().count("train.py") >= 3,
+                   timeout=90, interval=0.5)
+    except BaseException:
+        runner.kill()
+        raise
+    time.sleep(2)
+    return runner
 
 
 def wait_for_the_whole_room():
@@ -80,11 +93,8 @@ def test_the_unet_trains_on_three_machines_and_comes_back(train_lab, tmp_path):
 
 
 def test_ctrl_c_stops_the_training_on_every_machine(train_lab, tmp_path):
-    runner = training("--nodes", "3", str(TRAIN), "--epochs", "50", output=tmp_path)
+    runner = long_training(tmp_path)
     try:
-        wait_until("training started on the three machines", lambda: job_processes().count("train.py") >= 3,
-                   timeout=90, interval=0.5)
-        time.sleep(2)
         os.killpg(runner.pid, signal.SIGINT)
         started = time.monotonic()
         _, err = runner.communicate(timeout=60)
@@ -97,11 +107,8 @@ def test_ctrl_c_stops_the_training_on_every_machine(train_lab, tmp_path):
 
 
 def test_a_machine_that_vanishes_fails_the_training_naming_it(train_lab, tmp_path):
-    runner = training("--nodes", "3", str(TRAIN), "--epochs", "50", output=tmp_path)
+    runner = long_training(tmp_path)
     try:
-        wait_until("training started on the three machines", lambda: job_processes().count("train.py") >= 3,
-                   timeout=90, interval=0.5)
-        time.sleep(2)
         os.kill(int((LAB_DIR / "m3" / "partagpud.pid").read_text()), signal.SIGKILL)
         _, err = runner.communicate(timeout=120)
     finally:
@@ -111,11 +118,6 @@ def test_a_machine_that_vanishes_fails_the_training_naming_it(train_lab, tmp_pat
     assert runner.returncode == 1, err[-2000:]
     assert "lab-3 (node 2) vanished" in err, err[-2000:]
     wait_until("no job process left", lambda: job_processes() == "", timeout=10)
-
-
-def training_on(machine, *args, output):
-    return subprocess.Popen([str(LAB), "exec", str(machine), "--", TORCH, "-m", "partagpu", "run", "--output",
-                             str(output), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def group_record(machine):
