@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from app_support import APP, app_env, display, locale_dir, session_bus  # noqa: F401 (fixtures)
 from conftest import BIN_DIR, REPO, Bus, Daemon, code_leaks, ctl, wait_for
 
-APP = BIN_DIR / "partagpu"
 OUTPUT = Path(os.environ.get("PARTAGPU_TEST_OUTPUT", REPO / "target" / "test-output")) / "app-ui"
 GIB = 1 << 30
 PAGES = ("sharing", "room", "jobs", "security", "guide")
@@ -36,37 +36,6 @@ HEADINGS = {
 
 pytestmark = pytest.mark.skipif(not APP.exists() or shutil.which("Xvfb") is None or shutil.which("msgfmt") is None,
                                 reason="needs the built app (cargo build), Xvfb and msgfmt (scripts/lib/deps.sh)")
-
-
-@pytest.fixture
-def display(workdir):
-    read, write = os.pipe()
-    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x1700x24", "-nolisten", "tcp"],
-                              pass_fds=(write,), stderr=subprocess.DEVNULL)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        number = pipe.readline().strip()
-    yield f":{number}"
-    server.terminate()
-    server.wait(5)
-
-
-@pytest.fixture
-def session_bus(workdir):
-    daemon = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
-    address = daemon.stdout.readline().strip()
-    yield address
-    daemon.terminate()
-    daemon.wait(5)
-
-
-@pytest.fixture
-def locale_dir(workdir):
-    target = workdir / "locale" / "fr" / "LC_MESSAGES"
-    target.mkdir(parents=True)
-    subprocess.run(["msgfmt", "-o", str(target / "partagpu.mo"), str(REPO / "po" / "fr.po")], check=True)
-    return workdir / "locale"
 
 
 @pytest.fixture
@@ -123,11 +92,8 @@ def snapshot(bus, display, session_bus, locale_dir, language, page, prefix=""):
     base = OUTPUT / f"{prefix}{language}-{page}"
     for suffix in (".png", ".txt"):
         base.with_suffix(suffix).unlink(missing_ok=True)
-    env = bus.env(DISPLAY=display, DBUS_SESSION_BUS_ADDRESS=session_bus, GSK_RENDERER="cairo", LANG="C.UTF-8",
-                  LANGUAGE=language, PARTAGPU_LOCALEDIR=str(locale_dir), PARTAGPU_TEST_SNAPSHOT=str(base),
-                  PARTAGPU_TEST_SNAPSHOT_DELAY_MS="2500", PARTAGPU_TEST_WINDOW_SIZE="1100x1600", GTK_A11Y="none",
-                  NO_AT_BRIDGE="1")
-    env.pop("LC_ALL", None)
+    env = app_env(bus, display, session_bus, locale_dir, language, PARTAGPU_TEST_SNAPSHOT=str(base),
+                  PARTAGPU_TEST_SNAPSHOT_DELAY_MS="2500", PARTAGPU_TEST_WINDOW_SIZE="1100x1600")
     result = subprocess.run([str(APP), "--page", page], env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert base.with_suffix(".png").stat().st_size > 10_000, result.stderr

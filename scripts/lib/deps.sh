@@ -23,6 +23,7 @@ PARTAGPU_APT_PACKAGES=(
     gettext             # xgettext, msgfmt: po/ checks and the app's French
     xvfb                # the app's UI test (tests/test_app_ui.py)
     xauth
+    x11-utils           # xwininfo: whether the app's window is shown (tests/test_app_tray.py)
     fonts-cantarell     # GNOME's font, so screenshots look like the desktop
     adwaita-icon-theme
     desktop-file-utils  # desktop-file-validate (data/)

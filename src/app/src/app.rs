@@ -15,6 +15,7 @@ use crate::pages::room::{RoomMsg, RoomPage};
 use crate::pages::security::{SecurityMsg, SecurityPage};
 use crate::pages::sharing::{SharingMsg, SharingPage};
 use crate::snapshot;
+use crate::tray::{self, Started, TrayEvent, TrayLink};
 
 /// Where the link to the service stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +36,7 @@ pub struct App {
     jobs: Controller<JobsPage>,
     security: Controller<SecurityPage>,
     _guide: Controller<GuidePage>,
+    tray: TrayLink,
 }
 
 /// What the root is told.
@@ -42,6 +44,10 @@ pub struct App {
 pub enum AppMsg {
     /// A request failed: the funnel.
     Failed(Failure),
+    /// The tray started, or could not.
+    TrayStarted(Started),
+    /// Something from the tray's menu or icon.
+    Tray(TrayEvent),
 }
 
 /// The widgets `update_view` refreshes.
@@ -182,6 +188,8 @@ impl Component for App {
 
         sender.command(|out, shutdown| shutdown.register(daemon_link::follow(out)).drop_on_shutdown());
         snapshot::schedule_if_asked(&root);
+        start_tray(&sender);
+        present_on_activate(&root, options.background);
 
         let model = App {
             service: Service::Connecting,
@@ -190,6 +198,7 @@ impl Component for App {
             jobs,
             security,
             _guide: guide,
+            tray: TrayLink::default(),
         };
         let widgets = AppWidgets {
             toasts,
@@ -205,9 +214,16 @@ impl Component for App {
         widgets: &mut AppWidgets,
         message: AppMsg,
         _sender: ComponentSender<Self>,
-        _root: &Self::Root,
+        root: &Self::Root,
     ) {
         match message {
+            AppMsg::TrayStarted(started) => self.tray.started(started),
+            AppMsg::Tray(TrayEvent::HostPresent(present)) => self.tray.set_host_present(present),
+            AppMsg::Tray(TrayEvent::Open) => root.present(),
+            AppMsg::Tray(TrayEvent::Toggle(toggle)) => {
+                tell(&self.sharing, SharingMsg::ModeChosen(toggle.target()))
+            }
+            AppMsg::Tray(TrayEvent::Quit) => relm4::main_adw_application().quit(),
             AppMsg::Failed(failure) => {
                 // The one funnel: logged without arguments (they may hold a code), shown
                 // translated.
@@ -217,6 +233,8 @@ impl Component for App {
                 widgets.toasts.add_toast(toast);
             }
         }
+        // With an icon to come back through, closing the window only hides it.
+        root.set_hide_on_close(self.tray.host_present());
     }
 
     fn update_cmd_with_view(
@@ -229,27 +247,59 @@ impl Component for App {
         match event {
             LinkEvent::Connected(connected) => {
                 self.service = Service::Running;
+                self.tray.model_mut().set_service_running(true);
                 tell(&self.sharing, SharingMsg::Connection(Some(connected.clone())));
                 tell(&self.room, RoomMsg::Connection(Some(connected.clone())));
                 tell(&self.jobs, JobsMsg::Connection(Some(connected)));
             }
             LinkEvent::Unavailable(why) => {
                 self.service = Service::Unavailable(why);
+                self.tray.model_mut().set_service_running(false);
                 tell(&self.sharing, SharingMsg::Connection(None));
                 tell(&self.room, RoomMsg::Connection(None));
                 tell(&self.jobs, JobsMsg::Connection(None));
             }
-            LinkEvent::Status(status) => tell(&self.sharing, SharingMsg::Status(status)),
+            LinkEvent::Status(status) => {
+                self.tray.model_mut().set_status(&status);
+                tell(&self.sharing, SharingMsg::Status(status));
+            }
             LinkEvent::Room(info) => tell(&self.room, RoomMsg::Info(info)),
             LinkEvent::Fleet(fleet) => tell(&self.room, RoomMsg::Fleet(fleet)),
             LinkEvent::Jobs(jobs) => {
+                self.tray.model_mut().set_jobs(&jobs);
                 tell(&self.sharing, SharingMsg::Jobs(jobs.clone()));
                 tell(&self.jobs, JobsMsg::Jobs(jobs));
             }
             LinkEvent::Journal(events) => tell(&self.security, SecurityMsg::Journal(events)),
         }
         widgets.show_service(&self.service);
+        self.tray.refresh();
     }
+}
+
+/// Starts the tray on relm4's runtime; its events come back as [`AppMsg::Tray`].
+fn start_tray(sender: &ComponentSender<App>) {
+    let input = sender.input_sender().clone();
+    let events: tray::TrayEvents = {
+        let input = input.clone();
+        std::sync::Arc::new(move |event| input.emit(AppMsg::Tray(event)))
+    };
+    relm4::spawn(async move {
+        let started = tray::spawn(tray::TrayModel::default().look(), events).await;
+        input.emit(AppMsg::TrayStarted(Started(started)));
+    });
+}
+
+/// Shows the window on every activation (a launch from the menu, a second `partagpu`), but
+/// not on the first with `--background` (the autostart entry: the tray only).
+fn present_on_activate(window: &adw::ApplicationWindow, background: bool) {
+    let skip = std::cell::Cell::new(background);
+    let window = window.clone();
+    relm4::main_adw_application().connect_activate(move |_| {
+        if !skip.replace(false) {
+            window.present();
+        }
+    });
 }
 
 impl AppWidgets {

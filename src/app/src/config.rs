@@ -20,3 +20,14 @@ pub fn locale_dir() -> PathBuf {
     }
     PathBuf::from(option_env!("LOCALEDIR").unwrap_or("/usr/share/locale"))
 }
+
+/// Where the tray host looks for our icons first: `PARTAGPU_ICONDIR` at run time (a build
+/// tree: `data/icons`), else `ICONDIR` given at build time, else nothing (the installed
+/// hicolor theme has them).
+#[must_use]
+pub fn icon_dir() -> String {
+    if let Ok(dir) = std::env::var("PARTAGPU_ICONDIR") {
+        return dir;
+    }
+    option_env!("ICONDIR").unwrap_or_default().to_owned()
+}

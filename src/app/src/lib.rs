@@ -14,6 +14,7 @@
 //!     │   └── Guide        pages/guide.rs
 //!     └── AdwViewSwitcherBar (narrow windows)
 //! daemon_link.rs: one task following the bus name and the service's signals
+//! tray.rs: the StatusNotifierItem (pause / resume, open, quit), on the session bus
 //! ```
 
 pub mod app;
@@ -25,6 +26,7 @@ pub mod i18n;
 pub mod options;
 pub mod pages;
 pub mod snapshot;
+pub mod tray;
 pub mod widgets;
 
 use relm4::adw;
@@ -58,7 +60,9 @@ pub fn run<I: IntoIterator<Item = String>>(args: I) -> Result<(), RunError> {
     i18n::init();
     let application = adw::Application::new(Some(config::APP_ID), gio::ApplicationFlags::default());
     // GTK gets no arguments: ours are parsed above.
+    // The root component shows the window itself, so `--background` can keep it hidden.
     relm4::RelmApp::from_app(application)
+        .visible_on_activate(false)
         .with_args(Vec::new())
         .run::<app::App>(options);
     Ok(())

@@ -50,6 +50,9 @@ pub struct Options {
     pub version: bool,
     /// `--help`.
     pub help: bool,
+    /// `--background`: start with the tray only (the autostart entry); the window opens
+    /// from the tray or when the app is launched again.
+    pub background: bool,
 }
 
 /// A command line the app does not understand.
@@ -67,7 +70,8 @@ pub enum OptionsError {
 }
 
 /// The `--help` text.
-pub const USAGE: &str = "Usage: partagpu [--page sharing|room|jobs|security|guide] [--version]";
+pub const USAGE: &str =
+    "Usage: partagpu [--page sharing|room|jobs|security|guide] [--background] [--version]";
 
 impl Options {
     /// Parses the arguments after the program name.
@@ -88,6 +92,7 @@ impl Options {
             }
             match arg.as_str() {
                 "--version" => options.version = true,
+                "--background" => options.background = true,
                 "-h" | "--help" => options.help = true,
                 _ => return Err(OptionsError::Unknown(arg)),
             }
@@ -132,5 +137,6 @@ mod tests {
             Err(OptionsError::Unknown("--frobnicate".into()))
         );
         assert!(parse(&["--version"]).unwrap().version);
+        assert!(parse(&["--background"]).unwrap().background);
     }
 }

@@ -6,7 +6,7 @@
 //! last offset: the contract signals no output, so the open job's log is read again after
 //! a short pause while it runs, and not at all once it ended.
 
-mod model;
+pub(crate) mod model;
 
 use std::path::PathBuf;
 use std::time::Duration;

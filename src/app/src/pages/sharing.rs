@@ -2,7 +2,7 @@
 //! My sharing: the on/paused/off control, the three sliders (debounced, sent through
 //! `Sharing1.SetLimits`), this machine's use now, and the jobs running here.
 
-mod model;
+pub(crate) mod model;
 
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use partagpu_core::SharingState;
 use relm4::adw::prelude::*;
 use relm4::{adw, gtk, ComponentParts, ComponentSender};
 
-pub use model::{ModeStep, SharingModel, Slider};
+pub use model::{is_running_here, ModeStep, SharingModel, Slider};
 
 use crate::app_error::{AppError, Failure};
 use crate::daemon_link::Connected;

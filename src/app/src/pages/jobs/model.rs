@@ -120,4 +120,4 @@ pub fn artifacts_dir(downloads: &Path, record: &JobRecord) -> PathBuf {
 
 #[cfg(test)]
 #[path = "model_tests.rs"]
-mod tests;
+pub(crate) mod tests;

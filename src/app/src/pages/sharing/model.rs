@@ -43,6 +43,17 @@ pub struct Gauges {
     pub ram_lent: f64,
 }
 
+/// Whether `job` executes on this machine now, for any submitter (frozen ones count: they
+/// hold what is lent).
+#[must_use]
+pub fn is_running_here(job: &JobRecord) -> bool {
+    matches!(job.role, JobRole::Here | JobRole::Both)
+        && matches!(
+            job.state,
+            JobState::Accepted | JobState::Running | JobState::Paused
+        )
+}
+
 /// The page's state.
 #[derive(Debug, Default)]
 pub struct SharingModel {
@@ -84,13 +95,7 @@ impl SharingModel {
 
     /// Jobs executing on this machine now (for any submitter), newest first.
     pub fn jobs_here(&self) -> impl Iterator<Item = &JobRecord> {
-        self.jobs.iter().filter(|job| {
-            matches!(job.role, JobRole::Here | JobRole::Both)
-                && matches!(
-                    job.state,
-                    JobState::Accepted | JobState::Running | JobState::Paused
-                )
-        })
+        self.jobs.iter().filter(|job| is_running_here(job))
     }
 
     /// The limits to show: the service's, with the owner's unconfirmed choices over them.
@@ -216,4 +221,4 @@ pub fn snap_ram(value: f64, total: u64) -> u64 {
 
 #[cfg(test)]
 #[path = "model_tests.rs"]
-mod tests;
+pub(crate) mod tests;

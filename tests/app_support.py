@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What the app's tests share: an Xvfb display, a private session bus, the compiled French
+catalogue, and the app's environment."""
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN_DIR, REPO
+
+APP = BIN_DIR / "partagpu"
+
+
+@pytest.fixture
+def display(workdir):
+    read, write = os.pipe()
+    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x1700x24", "-nolisten", "tcp"],
+                              pass_fds=(write,), stderr=subprocess.DEVNULL)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        number = pipe.readline().strip()
+    yield f":{number}"
+    server.terminate()
+    server.wait(5)
+
+
+@pytest.fixture
+def session_bus(workdir):
+    daemon = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    address = daemon.stdout.readline().strip()
+    yield address
+    daemon.terminate()
+    daemon.wait(5)
+
+
+@pytest.fixture
+def locale_dir(workdir):
+    target = workdir / "locale" / "fr" / "LC_MESSAGES"
+    target.mkdir(parents=True)
+    subprocess.run(["msgfmt", "-o", str(target / "partagpu.mo"), str(REPO / "po" / "fr.po")], check=True)
+    return workdir / "locale"
+
+
+def app_env(bus, display, session_bus, locale_dir, language, **extra):
+    """The app's environment: the machine's system bus, the display, a session bus, and
+    `language` (LANGUAGE, as a desktop session sets it)."""
+    env = bus.env(DISPLAY=display, GSK_RENDERER="cairo", LANG="C.UTF-8", LANGUAGE=language,
+                  PARTAGPU_LOCALEDIR=str(locale_dir), GTK_A11Y="none", NO_AT_BRIDGE="1", **extra)
+    # After bus.env, which drops the caller's session bus so nothing reaches the desktop's.
+    env["DBUS_SESSION_BUS_ADDRESS"] = session_bus
+    env.pop("LC_ALL", None)
+    return env
