@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The GNOME app under Xvfb, in English and French, against a real partagpud.
+"""The GNOME app under Xvfb, in English and French, against a 3-machine virtual lab.
 
-A private system bus runs partagpud ("lab-ui", a fake GPU, limits 40 % / 2 GiB / 30 %) in
-a room that a second machine joined (after one wrong code, so the journal has an event),
-with a job running. For each language and page the app starts on a private session bus
-with `--page NAME`, and its test hook (src/app/src/snapshot.rs) saves GTK's own rendering
-of the window and the text of every visible label; the test checks that real values are
-there and that the room code is not. Screenshots: target/test-output/app-ui/.
+Machines 1-3 of scripts/virtual-lab are in the room "Salle B12", found over real mDNS and
+linked over real PGR/1; machine 1 has a (fake) GPU and limits 40 % / 2 GiB / 30 %; machine 2
+tried one wrong code first, so machine 1's journal has an event; a job from machine 1 runs
+on lab-2 and one from machine 3 runs on machine 1. For each language and page the app starts
+on the host, on machine 1's system bus and a private session bus, with `--page NAME`; its
+test hook (src/app/src/snapshot.rs) saves GTK's own rendering of the window and the text of
+every visible label; the test checks that real values are there and that the room code is
+not. Screenshots: target/test-output/app-ui/. Without a service, the app says what to do.
 """
 
 import contextlib
@@ -20,7 +22,9 @@ from pathlib import Path
 import pytest
 
 from app_support import APP, app_env, display, locale_dir, session_bus  # noqa: F401 (fixtures)
-from conftest import BIN_DIR, REPO, Bus, Daemon, code_leaks, ctl, wait_for
+from conftest import REPO, code_leaks
+from test_lab_fleet import wait_until
+from test_virtual_lab import LAB, LAB_DIR, lab, lab_ok, on
 
 OUTPUT = Path(os.environ.get("PARTAGPU_TEST_OUTPUT", REPO / "target" / "test-output")) / "app-ui"
 GIB = 1 << 30
@@ -38,53 +42,62 @@ pytestmark = pytest.mark.skipif(not APP.exists() or shutil.which("Xvfb") is None
                                 reason="needs the built app (cargo build), Xvfb and msgfmt (scripts/lib/deps.sh)")
 
 
-@pytest.fixture
-def lab(bus, workdir):
-    """This machine in a room with a second one, a wrong code journalled, a job running."""
+class LabMachine:
+    """A virtual-lab machine as the app sees it: its system bus (a socket path, so the app
+    can run on the host, beside Xvfb and the session bus)."""
+
+    def __init__(self, index):
+        self.address = f"unix:path={LAB_DIR / f'm{index}' / 'bus' / 'system_bus_socket'}"
+
+    def env(self, **extra):
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address, **extra)
+        env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+        return env
+
+
+def background_job(machine, workspace, *args):
+    """`partagpuctl run` on a lab machine, in its own session so Ctrl+C reaches it."""
+    return subprocess.Popen([str(LAB), "exec", str(machine), "--", "partagpuctl", "run", "--workspace", str(workspace),
+                             *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+@pytest.fixture(scope="module")
+def room_lab(tmp_path_factory):
+    """Three lab machines in "Salle B12" (machine 1 with a GPU, limits 40 % / 2 GiB / 30 %),
+    a wrong code journalled on machine 1, a job from machine 1 running on lab-2 and one from
+    machine 3 running on machine 1."""
     with contextlib.ExitStack() as cleanup:
-        yield prepare_lab(bus, workdir, cleanup)
+        cleanup.callback(lambda: lab("down", timeout=120))
+        lab_ok("up", "3")
+        (LAB_DIR / "m1" / "gpus.json").write_text(json.dumps([{
+            "index": 0, "name": "NVIDIA RTX A4000", "uuid": "GPU-1", "memory_total_bytes": 16 * GIB,
+            "memory_used_bytes": 3 * GIB, "utilization_percent": 42}]))
+        lab_ok("restart", "1")
+        assert on(1, "partagpuctl", "limits", "set", "--cpu", "40", "--ram", "2G", "--gpu", "30").returncode == 0
+        created = on(1, "partagpuctl", "room", "new", "--label", "Salle B12")
+        assert created.returncode == 0, created.stderr
+        code = [line.strip() for line in created.stdout.splitlines() if line.strip()][1].split()
+        assert len(code) == 4, created.stdout
+        wrong = ["zoo"] * 4 if code != ["zoo"] * 4 else ["abandon"] * 4
+        assert on(2, "partagpuctl", "room", "join", "--room", "Salle B12", *wrong).returncode != 0
+        for machine in (2, 3):
+            joined = on(machine, "partagpuctl", "room", "join", "--room", "Salle B12", *code)
+            assert joined.returncode == 0, joined.stderr
+        wait_until("three machines online in the room", lambda: sum(
+            m["online"] for m in json.loads(on(1, "partagpuctl", "peers", "--json").stdout)["members"]) == 3, timeout=20)
+        room = json.loads(on(1, "partagpuctl", "room", "show", "--json").stdout)
 
-
-def prepare_lab(bus, workdir, cleanup):
-    machine = workdir / "machine"
-    machine.mkdir(mode=0o755)
-    gpus = machine / "gpus.json"
-    gpus.write_text(json.dumps([{"index": 0, "name": "NVIDIA RTX A4000", "uuid": "GPU-1", "memory_total_bytes": 16 * GIB,
-                                 "memory_used_bytes": 3 * GIB, "utilization_percent": 42}]))
-    here = Daemon(bus, machine, config='display_name = "lab-ui"\n', fake_gpus=gpus)
-    cleanup.callback(here.stop)
-    here.start()
-    ctl(bus, "limits", "set", "--cpu", "40", "--ram", "2G", "--gpu", "30", check=True)
-    created = ctl(bus, "room", "new", "--label", "Salle B12", check=True).stdout
-    code = [line.strip() for line in created.splitlines() if line.strip()][1].split()
-    assert len(code) == 4, created
-    room = json.loads(ctl(bus, "room", "show", "--json", check=True).stdout)
-
-    other_root = workdir / "m2"
-    other_root.mkdir(mode=0o755)
-    other_bus = Bus(other_root)
-    cleanup.callback(other_bus.stop)
-    (other_root / "machine").mkdir(mode=0o755)
-    other = Daemon(other_bus, other_root / "machine", config='display_name = "lab-two"\n', peer_port=17656)
-    cleanup.callback(other.stop)
-    other.start()
-    peer = ["--peer", f"127.0.0.1:{here.peer_port}", "--room", room["room_id"]]
-    wrong = ["zoo"] * 4 if code != ["zoo"] * 4 else ["abandon"] * 4
-    assert ctl(other_bus, "room", "join", *wrong, *peer).returncode != 0
-    ctl(other_bus, "room", "join", *code, *peer, check=True)
-    wait_for(lambda: len(json.loads(ctl(bus, "peers", "--json", check=True).stdout)["members"]) == 2,
-             what="the second machine in the fleet")
-
-    workspace = workdir / "workspace"
-    workspace.mkdir()
-    (workspace / "job.py").write_text("import time\nfor i in range(300):\n    print('step', i, flush=True)\n"
-                                      "    time.sleep(1)\n")
-    job = subprocess.Popen([str(BIN_DIR / "partagpuctl"), "run", "--workspace", str(workspace), "--", "python3", "job.py"],
-                           env=bus.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # Ctrl+C of `run` cancels the job, before the services stop.
-    cleanup.callback(lambda: (job.send_signal(signal.SIGINT), job.wait(15)))
-    wait_for(lambda: "running" in ctl(bus, "jobs").stdout, what="the job running")
-    return {"code": code, "room": room}
+        workspace = tmp_path_factory.mktemp("workspace")
+        workspace.chmod(0o755)
+        (workspace / "job.py").write_text("import time\nfor i in range(300):\n    print('step', i, flush=True)\n"
+                                          "    time.sleep(1)\n")
+        (workspace / "lent.py").write_text("import time\ntime.sleep(300)\n")
+        for job in (background_job(1, workspace, "--node", "lab-2", "--", "python3", "job.py"),
+                    background_job(3, workspace, "--node", "lab-1", "--", "python3", "lent.py")):
+            # Ctrl+C of `run` cancels its job, before the lab goes down.
+            cleanup.callback(lambda job=job: (os.killpg(job.pid, signal.SIGINT), job.wait(30)))
+        wait_until("both jobs running", lambda: on(1, "partagpuctl", "jobs").stdout.count("running") >= 2, timeout=30)
+        yield {"code": code, "room": room, "machine": LabMachine(1)}
 
 
 def snapshot(bus, display, session_bus, locale_dir, language, page, prefix=""):
@@ -101,19 +114,22 @@ def snapshot(bus, display, session_bus, locale_dir, language, page, prefix=""):
 
 
 @pytest.mark.parametrize("language", ["en", "fr"])
-def test_every_page_shows_real_values(bus, lab, display, session_bus, locale_dir, language):
-    texts = {page: snapshot(bus, display, session_bus, locale_dir, language, page) for page in PAGES}
+def test_every_page_shows_real_values(room_lab, display, session_bus, locale_dir, language):
+    machine = room_lab["machine"]
+    texts = {page: snapshot(machine, display, session_bus, locale_dir, language, page) for page in PAGES}
     for page, text in texts.items():
         assert HEADINGS[language][page] in text, f"{page}:\n{text}"
-        assert not code_leaks(text, lab["code"]), page
+        assert not code_leaks(text, room_lab["code"]), page
     sharing = texts["sharing"]
-    assert "lab-ui" in sharing and "NVIDIA RTX A4000" in sharing
+    assert "lab-1" in sharing and "NVIDIA RTX A4000" in sharing
     assert "slider: 40" in sharing and f"slider: {2 * GIB}" in sharing and "slider: 30" in sharing
-    assert "python3 job.py" in sharing
+    # Running here: the job machine 3 sent, not the one machine 1 sent to lab-2.
+    assert "python3 lent.py" in sharing and "lab-3" in sharing and "python3 job.py" not in sharing
     room = texts["room"]
-    assert "Salle B12" in room and "lab-two" in room and lab["room"]["fingerprint"] in room
+    assert "Salle B12" in room and room_lab["room"]["fingerprint"] in room
+    assert "lab-2" in room and "lab-3" in room
     jobs = texts["jobs"]
-    assert "python3 job.py" in jobs and "step 0" in jobs
+    assert "python3 job.py" in jobs and "step 0" in jobs and "lab-2" in jobs
     security = texts["security"]
     assert ("warning" if language == "en" else "avertissement") in security
     assert "partagpu.distribute(" in texts["guide"]

@@ -234,9 +234,12 @@ start_daemon() {
     local -a envcmd
     mapfile -t envcmd < <(service_env "$index")
     printf -- '--- virtual-lab: starting partagpud on machine %s at %s\n' "$index" "$(date -Is)" >>"$m/partagpud.log"
+    local -a extra=()
+    # The lab has no GPUs: a test may describe some in mI/gpus.json (partagpud --fake-gpus).
+    [[ -f $m/gpus.json ]] && extra=(--fake-gpus "$m/gpus.json")
     start_on_machine "$index" "$m/partagpud.pid" "$m/partagpud.log" "${envcmd[@]}" \
         "$LAB_BIN_DIR/partagpud" --state-dir "$m/state" --runtime-dir "$m/run" \
-        --config "$m/partagpu.toml" --peer-port "$PEER_PORT"
+        --config "$m/partagpu.toml" --peer-port "$PEER_PORT" "${extra[@]}"
     wait_for_pidfile "$m/partagpud.pid" || die "machine $index: partagpud did not start; see $m/partagpud.log"
 }
 
