@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 //! Small widget helpers the pages share (lists rebuilt from snapshots, rows, gauges).
 
+mod usage_bar;
+
+pub use usage_bar::{UsageBar, UsageParts};
+
 use relm4::adw::prelude::*;
 use relm4::{adw, gtk};
 

@@ -18,7 +18,8 @@ use partagpu_core::fleet::RuntimeInfo;
 use partagpu_core::journal::{SecurityEvent, Severity};
 use partagpu_core::status::MachineStatus;
 use partagpu_core::{
-    CpuInfo, GpuInfo, GpuProbeStatus, Limits, LimitsUpdate, LoadAverage, MemoryInfo, Resources, SharingState,
+    CpuInfo, GpuInfo, GpuProbeStatus, JobsUsage, Limits, LimitsUpdate, LoadAverage, MemoryInfo, Resources,
+    SharingState,
 };
 use serde::Serialize;
 use zbus::zvariant::Value;
@@ -213,6 +214,7 @@ impl Client {
         let m = &self.machine;
         let (one, five, fifteen) = m.load_average().await?;
         let gpus = m.gpus().await?.into_iter().map(gpu_from_wire).collect();
+        let (jobs_cpu, jobs_memory) = m.jobs_usage().await?;
         Ok(Resources {
             cpu: CpuInfo {
                 model: m.cpu_model().await?,
@@ -226,6 +228,10 @@ impl Client {
             load: LoadAverage { one, five, fifteen },
             gpus,
             gpu_probe: GpuProbeStatus::from_wire(&m.gpu_status().await?),
+            jobs: JobsUsage {
+                cpu_percent: jobs_cpu,
+                memory_bytes: jobs_memory,
+            },
         })
     }
 

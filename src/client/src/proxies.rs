@@ -46,6 +46,9 @@ pub trait Machine1 {
     /// 1, 5 and 15 minute load averages.
     #[zbus(property)]
     fn load_average(&self) -> zbus::Result<(f64, f64, f64)>;
+    /// (CPU percent, memory bytes) used by the room's jobs.
+    #[zbus(property)]
+    fn jobs_usage(&self) -> zbus::Result<(f64, u64)>;
     /// GPUs.
     #[zbus(property)]
     fn gpus(&self) -> zbus::Result<Vec<WireGpu>>;

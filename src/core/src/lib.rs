@@ -24,4 +24,4 @@ pub mod size;
 pub mod status;
 
 pub use policy::{Limits, LimitsUpdate, PolicyError, SharingPolicy, SharingState};
-pub use resources::{CpuInfo, GpuInfo, GpuProbeStatus, LoadAverage, MemoryInfo, Resources};
+pub use resources::{CpuInfo, GpuInfo, GpuProbeStatus, JobsUsage, LoadAverage, MemoryInfo, Resources};

@@ -82,6 +82,15 @@ impl GpuProbeStatus {
     }
 }
 
+/// What the room's jobs use on this machine now, all of them together.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct JobsUsage {
+    /// CPU busy with jobs, percent of the whole machine (like [`CpuInfo::usage_percent`]).
+    pub cpu_percent: f64,
+    /// Memory charged to jobs, bytes.
+    pub memory_bytes: u64,
+}
+
 /// Everything the probe measures at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Resources {
@@ -95,6 +104,9 @@ pub struct Resources {
     pub gpus: Vec<GpuInfo>,
     /// Whether the GPU list is meaningful.
     pub gpu_probe: GpuProbeStatus,
+    /// The part of the CPU and memory use that is the room's jobs (zero when none runs).
+    #[serde(default)]
+    pub jobs: JobsUsage,
 }
 
 #[cfg(test)]

@@ -270,6 +270,9 @@ pub async fn run(args: Args) -> Result<(), StartError> {
     // Before Machine1 is served: nobody can have read the empty list, no signal is due.
     let _ = machine.set_runtimes(runtime_infos(&executor.runtimes));
     let jobs = JobManager::open(executor, &args.state_dir, Arc::clone(&store), room.info().node_id)?;
+    // Every probe from now on also says how much of the use is the room's jobs.
+    let watched = jobs.clone();
+    prober.watch_jobs(Box::new(move || watched.usage()));
     let _ = peer.jobs.set(jobs.clone());
     for entry in jobs.recover() {
         if entry.record().role == partagpu_core::job::record::JobRole::Group {

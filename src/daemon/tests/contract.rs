@@ -45,6 +45,7 @@ fn resources() -> Resources {
         },
         gpus: Vec::new(),
         gpu_probe: GpuProbeStatus::Unavailable("no NVML in tests".into()),
+        jobs: Default::default(),
     }
 }
 

@@ -63,8 +63,8 @@ pub struct SharingWidgets {
     cpu: (adw::ActionRow, gtk::Scale),
     ram: (adw::ActionRow, gtk::Scale),
     gpu: (adw::ActionRow, gtk::Scale),
-    cpu_use: (adw::ActionRow, gtk::LevelBar),
-    ram_use: (adw::ActionRow, gtk::LevelBar),
+    cpu_use: (adw::ActionRow, widgets::UsageBar),
+    ram_use: (adw::ActionRow, widgets::UsageBar),
     gpu_list: gtk::ListBox,
     jobs_list: gtk::ListBox,
 }
@@ -87,10 +87,10 @@ fn slider_row(
     (row, scale)
 }
 
-fn gauge_row(title: &str, accessible: &str) -> (adw::ActionRow, gtk::LevelBar) {
+fn gauge_row(title: &str, accessible: &str) -> (adw::ActionRow, widgets::UsageBar) {
     let row = widgets::row(title, "");
-    let bar = widgets::gauge(accessible);
-    row.add_suffix(&bar);
+    let bar = widgets::UsageBar::new(accessible);
+    row.add_suffix(bar.widget());
     (row, bar)
 }
 

@@ -273,6 +273,7 @@ mod tests {
             load: partagpu_core::LoadAverage::default(),
             gpus: Vec::new(),
             gpu_probe: partagpu_core::GpuProbeStatus::Unavailable("none".into()),
+            jobs: partagpu_core::JobsUsage::default(),
         };
         let machine = Arc::new(MachineState::new("0.1.0".into(), 7655, resources.clone()));
         let torch = runtime_infos(&[runtime("torch", "3.12.3", Some("2.5.1"), None)]);

@@ -129,6 +129,18 @@ pub trait CgroupBackend: Send + Sync + std::fmt::Debug {
     fn open(&self, job: &str) -> Option<Box<dyn JobCgroup>>;
     /// Names of the job cgroups under this service's root only.
     fn list(&self) -> Vec<String>;
+    /// What all jobs use together now, read from the service root (the kernel sums its
+    /// children there).
+    fn usage(&self) -> Result<CgroupUsage, CgroupError>;
+}
+
+/// What the jobs of this machine use together, as counters for the prober.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CgroupUsage {
+    /// CPU time of every job so far, µs (grows; the prober makes a rate of it).
+    pub cpu_usage_us: u64,
+    /// Memory charged to jobs now, bytes.
+    pub memory_bytes: u64,
 }
 
 /// The cgroup of one job.

@@ -243,6 +243,17 @@ pub struct JobManager {
 }
 
 impl JobManager {
+    /// What all jobs use together now; `None` when jobs cannot run here (no cgroups) or the
+    /// counters cannot be read (logged at debug: the probe asks every 2 s).
+    #[must_use]
+    pub fn usage(&self) -> Option<super::cgroup::CgroupUsage> {
+        let backend = self.shared.exec.cgroups.as_ref().ok()?;
+        backend
+            .usage()
+            .map_err(|error| tracing::debug!(%error, "cannot read the jobs' usage"))
+            .ok()
+    }
+
     /// Opens the journals under `state_dir`.
     ///
     /// # Errors

@@ -24,6 +24,7 @@ pub struct Changed {
     gpus: bool,
     gpu_status: bool,
     runtimes: bool,
+    jobs_usage: bool,
 }
 
 impl MachineState {
@@ -94,6 +95,7 @@ impl MachineState {
             gpus: current.gpus != next.gpus,
             gpu_status: current.gpu_probe != next.gpu_probe,
             runtimes: false,
+            jobs_usage: current.jobs != next.jobs,
         };
         *current = next;
         changed
@@ -176,6 +178,9 @@ impl MachineIface {
         if changed.runtimes {
             self.runtimes_changed(emitter).await?;
         }
+        if changed.jobs_usage {
+            self.jobs_usage_changed(emitter).await?;
+        }
         Ok(())
     }
 }
@@ -210,6 +215,12 @@ impl MachineIface {
     #[zbus(property)]
     fn memory_available(&self) -> u64 {
         self.state.read(|r| r.memory.available_bytes)
+    }
+
+    /// (CPU percent of the whole machine, memory bytes) used by the room's jobs.
+    #[zbus(property)]
+    fn jobs_usage(&self) -> (f64, u64) {
+        self.state.read(|r| (r.jobs.cpu_percent, r.jobs.memory_bytes))
     }
 
     #[zbus(property)]

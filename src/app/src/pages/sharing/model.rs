@@ -7,6 +7,8 @@ use partagpu_core::job::state::JobState;
 use partagpu_core::status::MachineStatus;
 use partagpu_core::{GpuProbeStatus, Limits, LimitsUpdate, SharingState};
 
+use crate::widgets::UsageParts;
+
 /// Steps of the RAM slider: fine enough for a lab machine, coarse enough to drag.
 pub const RAM_STEP_BYTES: u64 = 256 << 20;
 
@@ -30,17 +32,25 @@ pub enum ModeStep {
     SetPaused(bool),
 }
 
-/// How full each gauge is, 0 to 1.
+/// How full each gauge is, split into the owner's use, the jobs' use and the lent mark.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gauges {
-    /// CPU busy now, all users together.
-    pub cpu_used: f64,
-    /// CPU lent at most.
-    pub cpu_lent: f64,
-    /// Memory in use now.
-    pub ram_used: f64,
-    /// Memory lent at most.
-    pub ram_lent: f64,
+    /// Processor, share of the whole machine.
+    pub cpu: UsageParts,
+    /// Memory, share of all of it.
+    pub ram: UsageParts,
+}
+
+/// Splits `used` (0 to 1) into the jobs' part (never more than `used`: the two are
+/// sampled a moment apart) and the rest, the owner's.
+fn split(used: f64, jobs: f64, lent: f64) -> UsageParts {
+    let used = used.clamp(0.0, 1.0);
+    let jobs = jobs.clamp(0.0, used);
+    UsageParts {
+        own: used - jobs,
+        jobs,
+        lent: lent.clamp(0.0, 1.0),
+    }
 }
 
 /// Whether `job` executes on this machine now, for any submitter (frozen ones count: they
@@ -188,12 +198,18 @@ impl SharingModel {
         let limits = self.shown_limits()?;
         let memory = &status.resources.memory;
         let total = memory.total_bytes.max(1) as f64;
+        let jobs = &status.resources.jobs;
         Some(Gauges {
-            cpu_used: (status.resources.cpu.usage_percent / 100.0).clamp(0.0, 1.0),
-            cpu_lent: f64::from(limits.cpu_percent) / 100.0,
-            ram_used: (memory.total_bytes.saturating_sub(memory.available_bytes) as f64 / total)
-                .clamp(0.0, 1.0),
-            ram_lent: (limits.ram_bytes as f64 / total).clamp(0.0, 1.0),
+            cpu: split(
+                status.resources.cpu.usage_percent / 100.0,
+                jobs.cpu_percent / 100.0,
+                f64::from(limits.cpu_percent) / 100.0,
+            ),
+            ram: split(
+                memory.total_bytes.saturating_sub(memory.available_bytes) as f64 / total,
+                jobs.memory_bytes as f64 / total,
+                limits.ram_bytes as f64 / total,
+            ),
         })
     }
 

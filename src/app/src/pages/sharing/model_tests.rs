@@ -38,6 +38,10 @@ pub(crate) fn status(enabled: bool, paused: bool, limits: Limits) -> MachineStat
             },
             gpus: Vec::new(),
             gpu_probe: GpuProbeStatus::Unavailable("no NVIDIA driver found".into()),
+            jobs: partagpu_core::JobsUsage {
+                cpu_percent: 10.0,
+                memory_bytes: GIB,
+            },
         },
         peer_port: 7655,
     }
@@ -132,8 +136,16 @@ fn gauges_and_the_missing_gpu_are_reported() {
     assert!(model.gauges().is_none());
     model.set_status(status(true, false, limits(50, 8 * GIB, 50)));
     let gauges = model.gauges().unwrap();
-    assert!((gauges.cpu_used - 0.25).abs() < 1e-9);
-    assert!((gauges.ram_used - 0.25).abs() < 1e-9);
-    assert!((gauges.ram_lent - 0.5).abs() < 1e-9);
+    // 25 % busy of which jobs 10 %; 4 GiB of 16 used, of which jobs 1 GiB.
+    assert!((gauges.cpu.jobs - 0.10).abs() < 1e-9 && (gauges.cpu.own - 0.15).abs() < 1e-9);
+    assert!((gauges.cpu.lent - 0.5).abs() < 1e-9);
+    assert!((gauges.ram.jobs - 1.0 / 16.0).abs() < 1e-9 && (gauges.ram.own - 3.0 / 16.0).abs() < 1e-9);
+    assert!((gauges.ram.lent - 0.5).abs() < 1e-9);
+    // Sampled a moment apart, jobs may read more than the total: never a negative own part.
+    let mut busy = status(true, false, limits(50, 8 * GIB, 50));
+    busy.resources.jobs.cpu_percent = 40.0;
+    model.set_status(busy);
+    let gauges = model.gauges().unwrap();
+    assert!((gauges.cpu.jobs - 0.25).abs() < 1e-9 && gauges.cpu.own == 0.0);
     assert_eq!(model.no_gpu_reason().as_deref(), Some("no NVIDIA driver found"));
 }

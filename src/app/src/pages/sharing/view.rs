@@ -101,29 +101,35 @@ pub(super) fn refresh(model: &SharingModel, w: &SharingWidgets, sender: &Compone
     }
 
     let (cpu_use_row, cpu_bar) = &w.cpu_use;
-    cpu_bar.set_value(gauges.cpu_used);
-    cpu_use_row.set_subtitle(&i18n_f(
-        "{} % busy · load {} · {} % lent",
+    let percent = |fraction: f64| format!("{:.0}", fraction * 100.0);
+    let cpu_text = i18n_f(
+        "{} % busy: jobs {} %, your programs {} % · load {} · {} % lent",
         &[
-            &format!("{:.0}", resources.cpu.usage_percent),
+            &percent(gauges.cpu.own + gauges.cpu.jobs),
+            &percent(gauges.cpu.jobs),
+            &percent(gauges.cpu.own),
             &format!("{:.2}", resources.load.one),
             &limits.cpu_percent.to_string(),
         ],
-    ));
+    );
+    cpu_bar.set(gauges.cpu, &cpu_text);
+    cpu_use_row.set_subtitle(&cpu_text);
     let (ram_use_row, ram_bar) = &w.ram_use;
-    ram_bar.set_value(gauges.ram_used);
-    let used = resources
-        .memory
-        .total_bytes
-        .saturating_sub(resources.memory.available_bytes);
-    ram_use_row.set_subtitle(&i18n_f(
-        "{} used of {} · {} lent",
+    let total = resources.memory.total_bytes;
+    let used = total.saturating_sub(resources.memory.available_bytes);
+    let jobs = resources.jobs.memory_bytes.min(used);
+    let ram_text = i18n_f(
+        "{} used of {}: jobs {}, your programs {} · {} lent",
         &[
             &format_size(used),
-            &format_size(resources.memory.total_bytes),
+            &format_size(total),
+            &format_size(jobs),
+            &format_size(used - jobs),
             &format_size(limits.ram_bytes),
         ],
-    ));
+    );
+    ram_bar.set(gauges.ram, &ram_text);
+    ram_use_row.set_subtitle(&ram_text);
 
     widgets::clear(&w.gpu_list);
     if resources.gpus.is_empty() {

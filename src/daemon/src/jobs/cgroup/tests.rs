@@ -221,6 +221,19 @@ fn v2_without_swap_accounting() {
 }
 
 #[test]
+fn v2_usage_of_all_jobs_is_the_roots() {
+    let fx = v2_fixture();
+    let backend = detect_in(fx.path(), "partagpu", &HostView::default()).unwrap();
+    put(
+        &fx.path().join("partagpu/cpu.stat"),
+        "usage_usec 42000\nuser_usec 40000\n",
+    );
+    put(&fx.path().join("partagpu/memory.current"), "8192\n");
+    let usage = backend.usage().unwrap();
+    assert_eq!((usage.cpu_usage_us, usage.memory_bytes), (42000, 8192));
+}
+
+#[test]
 fn v2_freezer_counters_and_removal() {
     let fx = v2_fixture();
     let backend = detect_in(fx.path(), "partagpu", &HostView::default()).unwrap();

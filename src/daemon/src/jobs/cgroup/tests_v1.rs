@@ -21,6 +21,7 @@ const V1_FILES: &[(&str, &str)] = &[
         "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n",
     ),
     ("memory.max_usage_in_bytes", "8192\n"),
+    ("memory.usage_in_bytes", "6144\n"),
     ("cpu.cfs_period_us", "100000\n"),
     ("cpu.cfs_quota_us", "-1\n"),
     ("cpuacct.usage", "5000000\n"),
@@ -84,6 +85,19 @@ fn detection_and_layout() {
     assert_eq!(cg.unified_path().unwrap(), format!("partagpu/{JOB}"));
     assert!(!fx.path().join("cpuset/partagpu").exists());
     assert_eq!(backend.list(), vec![JOB.to_owned()]);
+}
+
+#[test]
+fn all_jobs_usage_is_read_from_the_service_root() {
+    let fx = v1_fixture(false);
+    let backend = detect_in(fx.path(), "partagpu", &HostView::default()).unwrap();
+    put(&fx.path().join("cpuacct/partagpu/cpuacct.usage"), "7000000\n");
+    put(
+        &fx.path().join("memory/partagpu/memory.usage_in_bytes"),
+        "65536\n",
+    );
+    let usage = backend.usage().unwrap();
+    assert_eq!((usage.cpu_usage_us, usage.memory_bytes), (7000, 65536));
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use rustix::process::Signal;
 
 use super::fs;
-use super::{list_jobs, validate_name, CgroupBackend, CgroupError, CgroupLimits, JobCgroup};
+use super::{list_jobs, validate_name, CgroupBackend, CgroupError, CgroupLimits, CgroupUsage, JobCgroup};
 
 /// The mount directories of the hierarchies a job lives in, symlinks resolved (Debian's
 /// `cpu` and `cpuacct` may both point at `cpu,cpuacct`).
@@ -119,6 +119,14 @@ impl CgroupBackend for V1Backend {
 
     fn list(&self) -> Vec<String> {
         list_jobs(&self.mounts.memory.join(&self.root))
+    }
+
+    fn usage(&self) -> Result<CgroupUsage, CgroupError> {
+        Ok(CgroupUsage {
+            // cpuacct.usage is in nanoseconds.
+            cpu_usage_us: fs::read_u64(&self.mounts.cpuacct.join(&self.root).join("cpuacct.usage"))? / 1000,
+            memory_bytes: fs::read_u64(&self.mounts.memory.join(&self.root).join("memory.usage_in_bytes"))?,
+        })
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rustix::process::Signal;
 
 use super::fs;
-use super::{list_jobs, validate_name, CgroupBackend, CgroupError, CgroupLimits, JobCgroup};
+use super::{list_jobs, validate_name, CgroupBackend, CgroupError, CgroupLimits, CgroupUsage, JobCgroup};
 
 /// The controllers every job needs; enabled in the parent's and the root's subtree_control.
 pub const CONTROLLERS: [&str; 3] = ["cpu", "memory", "pids"];
@@ -76,6 +76,18 @@ impl CgroupBackend for V2Backend {
 
     fn list(&self) -> Vec<String> {
         list_jobs(&self.cgroup_fs.join(&self.root))
+    }
+
+    fn usage(&self) -> Result<CgroupUsage, CgroupError> {
+        let root = self.cgroup_fs.join(&self.root);
+        let stat = root.join("cpu.stat");
+        Ok(CgroupUsage {
+            cpu_usage_us: fs::read_keyed(&stat, "usage_usec")?.ok_or_else(|| CgroupError::Parse {
+                path: stat,
+                detail: "no usage_usec line".into(),
+            })?,
+            memory_bytes: fs::read_u64(&root.join("memory.current"))?,
+        })
     }
 }
 
