@@ -28,6 +28,13 @@ PARTAGPU_APT_PACKAGES=(
     adwaita-icon-theme
     desktop-file-utils  # desktop-file-validate (data/)
     appstream           # appstreamcli validate (data/)
+    meson               # the install (meson.build, docs/packaging.md) and meson test
+    ninja-build
+    libxml2-utils       # xmllint on every XML file (meson test)
+    systemd             # systemd-analyze verify of the unit; systemd.pc for its install paths
+    lintian             # the .deb's check (scripts/package)
+    debootstrap         # the fresh Debian 12 chroot the .deb is installed into (tests/test_package.py)
+    fakeroot
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
