@@ -319,6 +319,13 @@ setup_machine_files() {
     if [[ -n ${PARTAGPU_LAB_TORCH:-} ]]; then
         printf '\n[[jobs.runtimes]]\nname = "torch"\npython = "%s"\n' "$PARTAGPU_LAB_TORCH" >>"$m/partagpu.toml"
     fi
+    # A test's own config for every machine (e.g. a [room] to join at boot), as an image has.
+    if [[ -n ${PARTAGPU_LAB_EXTRA_CONFIG:-} ]]; then
+        [[ -r $PARTAGPU_LAB_EXTRA_CONFIG ]] || die "PARTAGPU_LAB_EXTRA_CONFIG: cannot read '$PARTAGPU_LAB_EXTRA_CONFIG'"
+        { printf '\n'; cat "$PARTAGPU_LAB_EXTRA_CONFIG"; } >>"$m/partagpu.toml"
+    fi
+    # Root's and 0600, as a real image must be when the file holds a room code.
+    chmod 0600 "$m/partagpu.toml"
     conf=$(<"$BUS_TEMPLATE")
     conf=${conf//@SOCKET@/"$(bus_socket "$index")"}
     conf=${conf//@POLICY@/"$BUS_POLICY"}

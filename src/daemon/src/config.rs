@@ -5,13 +5,19 @@
 //! A missing file means "all defaults"; a malformed one stops the service with a clear message,
 //! because silently ignoring an admin's file would image 20 machines wrongly.
 
+pub mod room;
+
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use partagpu_core::policy::validate_display_name;
 use partagpu_core::size::parse_size;
 use partagpu_core::{Limits, PolicyError, SharingPolicy};
 use serde::Deserialize;
+use zeroize::Zeroizing;
 
+pub use self::room::{check_code_file, ConfigCode, RoomConfig};
 use crate::discovery::{Ipv4Prefix, Scope};
 
 /// Where the config file lives when `--config` is not given.
@@ -36,7 +42,8 @@ pub enum ConfigError {
     Syntax {
         /// Which file.
         path: PathBuf,
-        /// The parser's explanation (with line and column).
+        /// The parser's explanation, with line and column but never the line itself (the
+        /// file may hold a room code).
         message: String,
     },
     /// Parsed but out of range.
@@ -67,6 +74,11 @@ pub struct Config {
     /// How jobs run here.
     #[serde(default)]
     pub jobs: JobsConfig,
+    /// The room to join at the first boot (a lab image), if any.
+    pub room: Option<RoomConfig>,
+    /// Why `[room]` was dropped at load (the file's owner or mode), to journal at start.
+    #[serde(skip)]
+    pub room_refused: Option<String>,
 }
 
 /// `[jobs]`: how jobs run on this machine (docs/jobs.md).
@@ -192,20 +204,23 @@ impl Config {
     /// # Errors
     /// [`ConfigError`] for an unreadable or malformed file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+        let read_error = |source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        };
+        let mut file = match std::fs::File::open(path) {
+            Ok(file) => file,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 tracing::info!(path = %path.display(), "no config file; using defaults");
                 return Ok(Self::default());
             }
-            Err(source) => {
-                return Err(ConfigError::Read {
-                    path: path.to_owned(),
-                    source,
-                })
-            }
+            Err(source) => return Err(read_error(source)),
         };
-        Self::parse(&text).map_err(|error| match error {
+        // The owner and mode of the file read, not of whatever the path names later.
+        let metadata = file.metadata().map_err(read_error)?;
+        let mut text = Zeroizing::new(String::new());
+        file.read_to_string(&mut text).map_err(read_error)?;
+        let mut config = Self::parse(&text).map_err(|error| match error {
             ParseError::Syntax(message) => ConfigError::Syntax {
                 path: path.to_owned(),
                 message,
@@ -214,11 +229,20 @@ impl Config {
                 path: path.to_owned(),
                 source,
             },
-        })
+        })?;
+        if config.room.is_some() {
+            if let Err(reason) = check_code_file(metadata.uid(), metadata.mode()) {
+                // The service still starts: the machine is usable, it just joins nothing.
+                config.room = None;
+                config.room_refused = Some(format!("{}: {reason}", path.display()));
+            }
+        }
+        Ok(config)
     }
 
     fn parse(text: &str) -> Result<Self, ParseError> {
-        let config: Self = toml::from_str(text).map_err(|e| ParseError::Syntax(e.to_string()))?;
+        let config: Self =
+            toml::from_str(text).map_err(|e| ParseError::Syntax(room::render_toml_error(&e, text)))?;
         if let Some(name) = &config.display_name {
             validate_display_name(name).map_err(ParseError::Invalid)?;
         }
@@ -231,6 +255,9 @@ impl Config {
             parse_size(ram).map_err(|e| ParseError::Syntax(format!("[sharing] ram: {e}")))?;
         }
         config.jobs.check().map_err(ParseError::Syntax)?;
+        if let Some(room) = &config.room {
+            room.check().map_err(ParseError::Syntax)?;
+        }
         Ok(config)
     }
 

@@ -11,6 +11,7 @@
 pub mod args;
 pub mod auth;
 pub mod config;
+pub mod config_room;
 pub mod discovery;
 pub mod error;
 pub mod fleet;
@@ -219,6 +220,9 @@ pub async fn run(args: Args) -> Result<(), StartError> {
 
     let room = Arc::new(RoomState::open(&args.state_dir)?);
     let reporter = Arc::new(Reporter::new(Arc::clone(&journal)));
+    if let Some(reason) = &config.room_refused {
+        config_room::report_refusal(&reporter, reason);
+    }
     let version = env!("CARGO_PKG_VERSION");
     let fleet = Arc::new(Fleet::new(
         room.info().node_id,
@@ -297,6 +301,16 @@ pub async fn run(args: Args) -> Result<(), StartError> {
     reporter.signal_on(connection.clone());
     tokio::spawn(peer::server::serve(listener, Arc::clone(&peer)));
     tokio::spawn(fleet::mesh::run(Arc::clone(&peer), discovery));
+    // After the listener: a machine that creates the room must already accept the others.
+    if let Some(room) = &config.room {
+        let task = config_room::ConfigRoom::new(
+            Arc::clone(&membership),
+            Arc::clone(&reporter),
+            args.state_dir.clone(),
+            room,
+        );
+        tokio::spawn(task.run());
+    }
     tokio::spawn(Arc::clone(&local).follow_policy());
     match connection
         .object_server()

@@ -15,6 +15,9 @@ use crate::peer::session::Side;
 use crate::peer::PeerContext;
 use crate::room::{self, ActiveRoom, RoomError, RoomState};
 
+/// A room to dial: its id, epoch, label and the members announcing it.
+pub type Resolved = (RoomId, u32, String, Vec<SocketAddr>);
+
 /// Where to join.
 #[derive(Debug, Clone, Default)]
 pub struct JoinTarget {
@@ -103,17 +106,26 @@ impl Membership {
     /// # Errors
     /// [`MembershipError`].
     pub async fn create(&self, label: &str, language: Language) -> Result<RoomCode, MembershipError> {
+        let code = RoomCode::generate(language, &mut rand_core::OsRng);
+        self.create_with(label, code.clone()).await?;
+        Ok(code)
+    }
+
+    /// Creates a room with a given code (the one of the config file, `[room]`).
+    ///
+    /// # Errors
+    /// [`MembershipError`].
+    pub async fn create_with(&self, label: &str, code: RoomCode) -> Result<RoomId, MembershipError> {
         room::check_label(label)?;
         self.refuse_if_in_other_room(None)?;
-        let label = label.to_owned();
-        let (active, code) = tokio::task::spawn_blocking(move || room::fresh_room(label, language))
-            .await
-            .map_err(|e| MembershipError::InvalidArgument(e.to_string()))?;
-        let room_id = active.room_id;
+        let room_id = RoomId::generate(&mut rand_core::OsRng);
+        let active = derive(room_id, 0, label.to_owned(), code).await;
+        // Argon2id ran on another thread: the machine may have joined a room meanwhile.
+        self.refuse_if_in_other_room(None)?;
         self.room.install(active)?;
         tracing::info!(room = %room_id, "room created");
         self.announce();
-        Ok(code)
+        Ok(room_id)
     }
 
     /// Rotates the code: same room, next epoch; every session closes.
@@ -166,8 +178,25 @@ impl Membership {
     /// [`MembershipError`]; nothing is saved unless a member accepted the code.
     pub async fn join(&self, typed: &str, target: JoinTarget) -> Result<ActiveRoom, MembershipError> {
         let code = RoomCode::parse(typed)?;
-        let (room_id, epoch, label, members) = self.resolve(target).await?;
-        self.refuse_if_in_other_room(Some(&room_id))?;
+        let resolved = self.resolve(target).await?;
+        self.refuse_if_in_other_room(Some(&resolved.0))?;
+        self.join_with(code, resolved, None).await.map(|(room, _)| room)
+    }
+
+    /// Joins the room `resolved` names with `code`, and returns it with the member that
+    /// accepted the code. `moving_from` allows leaving that room for it (the config file's
+    /// rule for two rooms made at the same time, docs/service.md); otherwise the machine must
+    /// be in no room or already in this one.
+    ///
+    /// # Errors
+    /// [`MembershipError`]; nothing is saved unless a member accepted the code.
+    pub async fn join_with(
+        &self,
+        code: RoomCode,
+        resolved: Resolved,
+        moving_from: Option<RoomId>,
+    ) -> Result<(ActiveRoom, SocketAddr), MembershipError> {
+        let (room_id, epoch, label, members) = resolved;
         let candidate = derive(room_id, epoch, label.clone(), code).await;
         let mut last_error = None;
         for member in members {
@@ -178,6 +207,16 @@ impl Membership {
                     if let Err(error) = room::check_label(&joined.label) {
                         dialled.channel.writer.close("invalid label").await;
                         return Err(error.into());
+                    }
+                    // Checked again after the handshake: a room change meanwhile wins.
+                    if let Some(current) = self.room.current() {
+                        if current.room_id != room_id && Some(current.room_id) != moving_from {
+                            dialled.channel.writer.close("this machine changed room").await;
+                            return Err(MembershipError::AlreadyInRoom(describe(
+                                &current.label,
+                                &current.room_id,
+                            )));
+                        }
                     }
                     self.room.install(joined.clone())?;
                     tracing::info!(room = %room_id, epoch, via = %member, "joined the room");
@@ -191,7 +230,7 @@ impl Membership {
                         };
                         link::run(dialled.channel, &context, &dialled.node, Side::Client, hello).await
                     });
-                    return Ok(joined);
+                    return Ok((joined, member));
                 }
                 // Trying the same wrong code on the next member would only spend guesses.
                 Err(error @ (DialError::WrongCode(_) | DialError::Throttled(..))) => {
@@ -209,10 +248,7 @@ impl Membership {
         ))
     }
 
-    async fn resolve(
-        &self,
-        target: JoinTarget,
-    ) -> Result<(RoomId, u32, String, Vec<SocketAddr>), MembershipError> {
+    async fn resolve(&self, target: JoinTarget) -> Result<Resolved, MembershipError> {
         if let Some(peer) = target.peer {
             let id = target.room.as_deref().ok_or_else(|| {
                 MembershipError::InvalidArgument(
@@ -248,10 +284,7 @@ impl Membership {
 
 /// Picks one room among the visible ones: refuses to guess between rooms (§2.7), and during a
 /// rotation prefers the members announcing the newest epoch.
-fn choose(
-    mut rooms: Vec<VisibleRoom>,
-    asked: Option<&str>,
-) -> Result<(RoomId, u32, String, Vec<SocketAddr>), MembershipError> {
+pub fn choose(mut rooms: Vec<VisibleRoom>, asked: Option<&str>) -> Result<Resolved, MembershipError> {
     let mut ids: Vec<RoomId> = rooms.iter().map(|r| r.room_id).collect();
     ids.sort_by_key(RoomId::to_hex);
     ids.dedup();
