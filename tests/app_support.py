@@ -10,6 +10,7 @@ import pytest
 from conftest import BIN_DIR, REPO
 
 APP = BIN_DIR / "partagpu"
+ATSPI_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 
 
 @pytest.fixture
@@ -43,11 +44,25 @@ def locale_dir(workdir):
     return workdir / "locale"
 
 
-def app_env(bus, display, session_bus, locale_dir, language, **extra):
+@pytest.fixture
+def accessibility_bus(session_bus, display):
+    """The session bus, with AT-SPI's bus launcher on it (org.a11y.Bus), as a desktop session
+    has: GTK then exports the app's accessibility tree, which tests/atspi_dump.py reads."""
+    launcher = subprocess.Popen([ATSPI_LAUNCHER, "--launch-immediately"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL,
+                                env=dict(os.environ, DBUS_SESSION_BUS_ADDRESS=session_bus, DISPLAY=display))
+    yield session_bus
+    launcher.terminate()
+    launcher.wait(5)
+
+
+def app_env(bus, display, session_bus, locale_dir, language, accessible=False, **extra):
     """The app's environment: the machine's system bus, the display, a session bus, and
-    `language` (LANGUAGE, as a desktop session sets it)."""
+    `language` (LANGUAGE, as a desktop session sets it). Without `accessible`, GTK's AT-SPI
+    bridge is off (there is no accessibility bus to wait for)."""
+    quiet = {} if accessible else {"GTK_A11Y": "none", "NO_AT_BRIDGE": "1"}
     env = bus.env(DISPLAY=display, GSK_RENDERER="cairo", LANG="C.UTF-8", LANGUAGE=language,
-                  PARTAGPU_LOCALEDIR=str(locale_dir), GTK_A11Y="none", NO_AT_BRIDGE="1", **extra)
+                  PARTAGPU_LOCALEDIR=str(locale_dir), **quiet, **extra)
     # After bus.env, which drops the caller's session bus so nothing reaches the desktop's.
     env["DBUS_SESSION_BUS_ADDRESS"] = session_bus
     env.pop("LC_ALL", None)

@@ -24,6 +24,9 @@ PARTAGPU_APT_PACKAGES=(
     xvfb                # the app's UI test (tests/test_app_ui.py)
     xauth
     x11-utils           # xwininfo: whether the app's window is shown (tests/test_app_tray.py)
+    at-spi2-core        # the accessibility bus the app's a11y test reads (tests/atspi_dump.py)
+    gir1.2-atspi-2.0
+    xdotool             # Tab presses for the keyboard-navigation test
     fonts-cantarell     # GNOME's font, so screenshots look like the desktop
     adwaita-icon-theme
     desktop-file-utils  # desktop-file-validate (data/)

@@ -39,11 +39,38 @@ pub fn schedule_if_asked(window: &adw::ApplicationWindow) {
         .unwrap_or(DEFAULT_DELAY_MS);
     let window = window.clone();
     glib::timeout_add_local_once(Duration::from_millis(delay), move || {
-        if let Err(error) = save(&window, &base) {
-            tracing::error!(%error, "snapshot failed");
-        }
-        window.application().inspect(|app| app.quit());
+        save_when_drawn(window, base, RETRIES);
     });
+}
+
+/// On a loaded machine the window may not be mapped or sized when the delay ends: try again
+/// a little later, and fail the process (the test then shows why) rather than quit quietly.
+const RETRIES: u32 = 40;
+const RETRY_MS: u64 = 250;
+
+fn save_when_drawn(window: adw::ApplicationWindow, base: PathBuf, retries_left: u32) {
+    let drawn = window.is_mapped() && window.width() > 0 && window.height() > 0;
+    match (drawn, drawn.then(|| save(&window, &base))) {
+        (true, Some(Ok(()))) => {
+            window.application().inspect(|app| app.quit());
+        }
+        (_, result) if retries_left > 0 => {
+            if let Some(Err(error)) = result {
+                tracing::warn!(%error, "snapshot not ready, trying again");
+            }
+            glib::timeout_add_local_once(Duration::from_millis(RETRY_MS), move || {
+                save_when_drawn(window, base, retries_left - 1);
+            });
+        }
+        (_, result) => {
+            let error = match result {
+                Some(Err(error)) => error,
+                _ => "the window was never drawn".to_owned(),
+            };
+            tracing::error!(%error, "snapshot failed");
+            std::process::exit(3);
+        }
+    }
 }
 
 fn save(window: &adw::ApplicationWindow, base: &Path) -> Result<(), String> {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 //! Small widget helpers the pages share (lists rebuilt from snapshots, rows, gauges).
 
+pub mod accessible;
 mod usage_bar;
 
 pub use usage_bar::{UsageBar, UsageParts};
@@ -42,11 +43,10 @@ pub fn placeholder(text: &str) -> adw::ActionRow {
     row
 }
 
-/// A gauge from 0 to 1. Its tooltip is its accessible description: gtk4-rs binds
-/// accessible labels only from GTK 4.10, and Debian 12 has 4.8.
+/// A gauge from 0 to 1 named `accessible_name`; its tooltip can say the value in words.
 #[must_use]
 pub fn gauge(accessible_name: &str) -> gtk::LevelBar {
-    let bar = gtk::LevelBar::new();
+    let bar: gtk::LevelBar = accessible::labelled(accessible_name);
     bar.set_min_value(0.0);
     bar.set_max_value(1.0);
     bar.set_width_request(180);
@@ -59,13 +59,13 @@ pub fn gauge(accessible_name: &str) -> gtk::LevelBar {
     bar
 }
 
-/// A label that wraps, for explanations.
+/// A label that wraps, for explanations. Not selectable: GTK puts every selectable label in
+/// the Tab chain, and a page of prose would then take dozens of Tab presses to cross.
 #[must_use]
 pub fn paragraph(text: &str) -> gtk::Label {
     let label = gtk::Label::new(Some(text));
     label.set_wrap(true);
     label.set_xalign(0.0);
-    label.set_selectable(true);
     label
 }
 

@@ -89,6 +89,8 @@ impl SimpleComponent for GuidePage {
                 let code = widgets::paragraph(NOTEBOOK_EXAMPLE);
                 code.add_css_class("monospace");
                 code.set_wrap(false);
+                // Code is meant to be copied.
+                code.set_selectable(true);
                 code.set_margin_top(12);
                 code.set_margin_bottom(12);
                 code.set_margin_start(12);

@@ -149,7 +149,7 @@ impl relm4::Component for JobsPage {
         machines_row.add_suffix(&artifacts);
         detail.add(&state_row);
         detail.add(&machines_row);
-        let log = gtk::TextView::new();
+        let log: gtk::TextView = widgets::accessible::labelled(&i18n("Output of the job"));
         log.set_editable(false);
         log.set_monospace(true);
         log.set_left_margin(12);

@@ -125,8 +125,7 @@ impl SimpleComponent for SecurityPage {
                 partagpu_core::journal::Severity::Warning => "dialog-warning-symbolic",
                 partagpu_core::journal::Severity::Critical => "dialog-error-symbolic",
             };
-            let image = gtk::Image::from_icon_name(icon);
-            image.set_tooltip_text(Some(&severity_label(event.severity)));
+            let image = widgets::accessible::icon(icon, &severity_label(event.severity));
             row.add_prefix(&image);
             let explain = widgets::row(&i18n("What it means"), &explanation(&event.kind));
             explain.set_subtitle_lines(0);

@@ -76,7 +76,7 @@ fn slider_row(
     sender: &ComponentSender<SharingPage>,
 ) -> (adw::ActionRow, gtk::Scale) {
     let row = widgets::row(title, "");
-    let scale = gtk::Scale::with_range(gtk::Orientation::Horizontal, 0.0, 100.0, 1.0);
+    let scale = widgets::accessible::slider(accessible, 0.0, 100.0, 1.0);
     scale.set_width_request(260);
     scale.set_draw_value(false);
     scale.set_valign(gtk::Align::Center);

@@ -32,10 +32,10 @@ const JOBS_RGB: (f64, f64, f64) = (0.21, 0.52, 0.89);
 const OWN_RGB: (f64, f64, f64) = (0.47, 0.47, 0.47);
 
 impl UsageBar {
-    /// A bar whose tooltip is `name` until values come.
+    /// A bar named `name` (its tooltip too, until values come).
     #[must_use]
     pub fn new(name: &str) -> Self {
-        let area = gtk::DrawingArea::new();
+        let area: gtk::DrawingArea = super::accessible::labelled(name);
         area.set_content_width(180);
         area.set_content_height(8);
         area.set_valign(gtk::Align::Center);
@@ -76,8 +76,7 @@ impl UsageBar {
             self.parts.set(parts);
             self.area.queue_draw();
         }
-        // The tooltip stands in for an accessible description (gtk4-rs binds those only
-        // from GTK 4.10; Debian 12 has 4.8).
+        // GTK exposes the tooltip as the accessible description (the name stays fixed).
         self.area.set_tooltip_text(Some(description));
     }
 }

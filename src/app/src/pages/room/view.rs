@@ -58,10 +58,8 @@ impl RoomWidgets {
             "Show the four words (an administrator's password is asked)",
         )));
         let hide = button(&i18n("Hide"), sender, || RoomMsg::Hide);
-        let copy = gtk::Button::from_icon_name("edit-copy-symbolic");
+        let copy = widgets::accessible::icon_button("edit-copy-symbolic", &i18n("Copy the code"));
         copy.set_valign(gtk::Align::Center);
-        copy.set_tooltip_text(Some(&i18n("Copy the code")));
-        copy.set_tooltip_text(Some(&i18n("Copy the code")));
         let row_for_copy = code_row.clone();
         copy.connect_clicked(move |button| {
             button
@@ -295,7 +293,7 @@ impl RoomWidgets {
                 &label,
                 &ni18n_f("{} machine", "{} machines", count, &[&count.to_string()]),
             );
-            let check = gtk::CheckButton::new();
+            let check: gtk::CheckButton = widgets::accessible::labelled(&label);
             check.set_tooltip_text(Some(&label));
             if let Some(first) = &first {
                 check.set_group(Some(first));
