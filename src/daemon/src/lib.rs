@@ -24,6 +24,8 @@ pub mod room;
 pub mod service;
 pub mod sharing;
 pub mod store;
+#[cfg(test)]
+mod test_support;
 
 use std::fs;
 use std::os::unix::fs::DirBuilderExt;

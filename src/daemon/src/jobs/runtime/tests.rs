@@ -111,8 +111,7 @@ async fn missing_interpreter_and_timeout_are_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let fake = |name: &str, body: &str| {
         let path = tmp.path().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        crate::test_support::write_executable(&path, &format!("#!/bin/sh\n{body}\n"));
         RuntimeConfig {
             name: name.into(),
             python: path,

@@ -54,8 +54,7 @@ esac
 fn real_control_writes_commands_to_the_client() {
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("nvidia-cuda-mps-control");
-    std::fs::write(&program, STAND_IN).unwrap();
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::test_support::write_executable(&program, STAND_IN);
     let run = dir.path().join("mps");
     let mps = NvidiaMps::with_program(&run, &program);
 
