@@ -90,7 +90,7 @@ def test_the_tray_pauses_resumes_shows_busy_opens_and_quits(bus, daemon, display
     app = start_app(bus, display, session_bus, locale_dir, "en", workdir / "app.log", "--background")
     try:
         tray = Tray(session_bus, next_line(watcher, 20))
-        tray.wait_icon("partagpu-sharing-symbolic")
+        tray.wait_icon("org.partagpu.PartaGPU-sharing-symbolic")
         assert tray.prop("Id") == "org.partagpu.PartaGPU"
         assert tray.prop("ToolTip")[3] == "Sharing: nothing runs here"
         entries = tray.menu()
@@ -100,20 +100,20 @@ def test_the_tray_pauses_resumes_shows_busy_opens_and_quits(bus, daemon, display
 
         tray.click("Pause sharing")
         wait_for(lambda: status(bus)["state"] == "paused", what="the machine paused by the tray")
-        tray.wait_icon("partagpu-paused-symbolic")
+        tray.wait_icon("org.partagpu.PartaGPU-paused-symbolic")
         assert "Resume sharing" in tray.menu()
         tray.click("Resume sharing")
         wait_for(lambda: status(bus)["state"] == "sharing", what="the machine sharing again")
-        tray.wait_icon("partagpu-sharing-symbolic")
+        tray.wait_icon("org.partagpu.PartaGPU-sharing-symbolic")
 
         job = run_a_job(bus, workdir)
         try:
-            tray.wait_icon("partagpu-busy-symbolic", timeout=20)
+            tray.wait_icon("org.partagpu.PartaGPU-busy-symbolic", timeout=20)
             assert tray.prop("ToolTip")[3] == "Sharing: 1 job runs here"
         finally:
             job.send_signal(signal.SIGINT)
             job.wait(15)
-        tray.wait_icon("partagpu-sharing-symbolic", timeout=20)
+        tray.wait_icon("org.partagpu.PartaGPU-sharing-symbolic", timeout=20)
 
         tray.click("Open PartaGPU")
         wait_for(lambda: window_shown(display), what="the window opened from the tray")
@@ -130,7 +130,7 @@ def test_the_menu_is_french_with_a_french_session(bus, daemon, display, session_
     app = start_app(bus, display, session_bus, locale_dir, "fr", workdir / "app.log")
     try:
         tray = Tray(session_bus, next_line(watcher, 20))
-        tray.wait_icon("partagpu-sharing-symbolic")
+        tray.wait_icon("org.partagpu.PartaGPU-sharing-symbolic")
         wait_for(lambda: window_shown(display), what="the window of a plain start")
         assert {"Partage : rien ne tourne ici", "Suspendre le partage", "Ouvrir PartaGPU", "Quitter"} <= tray.menu().keys()
         tray.click("Quitter")

@@ -31,6 +31,7 @@ PARTAGPU_APT_PACKAGES=(
     adwaita-icon-theme
     desktop-file-utils  # desktop-file-validate (data/)
     appstream           # appstreamcli validate (data/)
+    libglib2.0-bin      # glib-compile-schemas (meson test, tests/test_app_window.py)
     meson               # the install (meson.build, docs/packaging.md) and meson test
     ninja-build
     libxml2-utils       # xmllint on every XML file (meson test)

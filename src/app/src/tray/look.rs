@@ -10,13 +10,13 @@ use crate::i18n::{i18n, ni18n_f};
 use crate::pages::sharing::is_running_here;
 
 /// Icon names, installed under hicolor/symbolic/apps (data/icons).
-pub const ICON_SHARING: &str = "partagpu-sharing-symbolic";
+pub const ICON_SHARING: &str = "org.partagpu.PartaGPU-sharing-symbolic";
 /// Paused by the owner.
-pub const ICON_PAUSED: &str = "partagpu-paused-symbolic";
+pub const ICON_PAUSED: &str = "org.partagpu.PartaGPU-paused-symbolic";
 /// Sharing off, or no service to ask.
-pub const ICON_OFF: &str = "partagpu-off-symbolic";
+pub const ICON_OFF: &str = "org.partagpu.PartaGPU-off-symbolic";
 /// Sharing, with jobs running here now.
-pub const ICON_BUSY: &str = "partagpu-busy-symbolic";
+pub const ICON_BUSY: &str = "org.partagpu.PartaGPU-busy-symbolic";
 
 /// What the toggle item of the menu asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
