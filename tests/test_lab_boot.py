@@ -2,7 +2,9 @@
 """Lab imaging (issue 8): three virtual-lab machines start at the same moment with the same
 `[room]` (label and code) in their partagpu.toml and no room command; they end as verified
 members of one room, and the code appears in no log, journal or partagpuctl output. A machine
-whose config holding the code is world-readable joins nothing and says why.
+whose config holding the code is world-readable joins nothing and says why; one booted cut
+off from the others makes its own room, which merges with theirs once the link is back; an
+owner who leaves the room stays out after a restart.
 
 Run as root (scripts/test does). Wrap in `flock /tmp/partagpu-lab.lock` when other sessions
 share the host: only one lab can be up.
@@ -122,6 +124,17 @@ def test_machines_imaged_with_a_room_join_it_at_boot(clean_lab):
              if e["kind"] == "config-room" and e["message"].startswith("Moved")]
     # (Moves of the first boot may be there too: machines 1-3 may have made two rooms.)
     assert any(f"from the room {max(alone, room_id)} to" in m and merged in m for m in moved), moved
+
+    # An owner who leaves the room stays out after a restart: the state directory wins.
+    left = on(2, "partagpuctl", "room", "leave")
+    assert left.returncode == 0, left.stderr
+    outputs.append(left.stdout + left.stderr)
+    lab_ok("restart", "2")
+    wait_until("machine 2 to see the room", lambda: any(
+        r["room_id"] == merged for r in ctl_json(2, "room", "list", outputs=outputs)), 20, 1)
+    assert not ctl_json(2, "room", "show", outputs=outputs)["joined"]
+    log = (LAB_DIR / "m2" / "partagpud.log").read_text()
+    assert "start=LeftIt" in log.rsplit("--- virtual-lab: starting partagpud", 1)[1], log[-2000:]
 
     # The code is only in the two 0600 files meant to hold it.
     checked = 0

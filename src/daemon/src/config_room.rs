@@ -210,10 +210,10 @@ impl ConfigRoom {
             }
             return;
         };
-        if let (Start::InOwnersRoom | Start::InConfigRoom, Some(current)) =
-            (start, self.membership.room.current())
-        {
-            // Handled: if the owner leaves later, a reboot does not join again.
+        // Only the configured room is remembered: leaving a room the owner chose by hand
+        // makes the next start apply [room].
+        if let (Start::InConfigRoom, Some(current)) = (start, self.membership.room.current()) {
+            // If the owner leaves it later, a reboot does not join again.
             self.mark_applied(&current.room_id);
         }
         match start {
