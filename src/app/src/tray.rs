@@ -235,7 +235,16 @@ pub async fn spawn(look: TrayLook, events: TrayEvents) -> Option<(TrayHandle, bo
         events,
         host_present: host_present.clone(),
     };
-    match tray.assume_sni_available(true).spawn().await {
+    // In a Flatpak the app may own no `org.kde.StatusNotifierItem-PID-N` name (its PID there is
+    // a guess, and Flatpak allows no wildcard for it): it registers with its unique bus name,
+    // which the StatusNotifierItem spec allows and every watcher accepts.
+    let in_flatpak = std::path::Path::new("/.flatpak-info").exists();
+    match tray
+        .disable_dbus_name(in_flatpak)
+        .assume_sni_available(true)
+        .spawn()
+        .await
+    {
         Ok(handle) => Some((handle, host_present.load(Ordering::Relaxed))),
         Err(error) => {
             tracing::info!(%error, "no tray: the session bus cannot be used");
