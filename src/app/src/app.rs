@@ -103,8 +103,11 @@ impl Component for App {
         let window = adw::ApplicationWindow::new(&relm4::main_adw_application());
         window.set_title(Some("PartaGPU"));
         window.set_icon_name(Some(crate::config::APP_ID));
-        let (width, height) = snapshot::window_size().unwrap_or((980, 860));
-        window.set_default_size(width, height);
+        match snapshot::window_size() {
+            // A test's fixed size, neither read from nor written to the user's settings.
+            Some((width, height)) => window.set_default_size(width, height),
+            None => crate::window_state::restore_and_remember(&window, &relm4::main_adw_application()),
+        }
         window
     }
 

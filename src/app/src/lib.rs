@@ -15,6 +15,7 @@
 //!     └── AdwViewSwitcherBar (narrow windows)
 //! daemon_link.rs: one task following the bus name and the service's signals
 //! tray.rs: the StatusNotifierItem (pause / resume, open, quit), on the session bus
+//! window_state.rs: the window's size between runs (GSettings)
 //! ```
 
 pub mod app;
@@ -28,8 +29,10 @@ pub mod pages;
 pub mod snapshot;
 pub mod tray;
 pub mod widgets;
+pub mod window_state;
 
 use relm4::adw;
+use relm4::adw::prelude::*;
 use relm4::gtk::gio;
 
 pub use options::{Options, OptionsError, USAGE};
@@ -59,6 +62,7 @@ pub fn run<I: IntoIterator<Item = String>>(args: I) -> Result<(), RunError> {
     }
     i18n::init();
     let application = adw::Application::new(Some(config::APP_ID), gio::ApplicationFlags::default());
+    application.connect_startup(add_shortcuts);
     // GTK gets no arguments: ours are parsed above.
     // The root component shows the window itself, so `--background` can keep it hidden.
     relm4::RelmApp::from_app(application)
@@ -66,6 +70,17 @@ pub fn run<I: IntoIterator<Item = String>>(args: I) -> Result<(), RunError> {
         .with_args(Vec::new())
         .run::<app::App>(options);
     Ok(())
+}
+
+/// GNOME's usual keys: Ctrl+W closes the window (into the tray when there is one), Ctrl+Q
+/// quits.
+fn add_shortcuts(application: &adw::Application) {
+    let quit = gio::ActionEntry::builder("quit")
+        .activate(|application: &adw::Application, _, _| application.quit())
+        .build();
+    application.add_action_entries([quit]);
+    application.set_accels_for_action("app.quit", &["<Control>q"]);
+    application.set_accels_for_action("window.close", &["<Control>w"]);
 }
 
 /// `RUST_LOG` sets the levels; `G_MESSAGES_DEBUG=all` (GNOME's switch) turns on debug.
