@@ -9,6 +9,7 @@ python/requirements-torch.txt); the lab offers it to jobs as the runtime "torch"
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -89,6 +90,33 @@ def test_the_unet_trains_on_three_machines_and_comes_back(train_lab, tmp_path):
                  "m = train.UNet(); m.load_state_dict(torch.load(sys.argv[1])); print('loaded')",
                  str(tmp_path / "model.pt"), str(TRAIN.parent)], timeout=120)
     assert check.stdout.strip() == "loaded", check.stderr
+    assert job_processes() == ""
+
+
+def test_nodes_auto_predicts_before_launch_and_reports_the_measured_speedup(train_lab, tmp_path):
+    """`--nodes auto`: a probe run, the planner's prediction, the training on the machines it
+    chose with its strategy, then the measured speed-up; a second run plans from the cache."""
+    cache = tmp_path / "cache"
+    auto = ["env", f"XDG_CACHE_HOME={cache}", TORCH, "-m", "partagpu", "run", "--nodes", "auto", "--output"]
+    result = on(1, *auto, str(tmp_path / "first"), str(TRAIN), "--epochs", "2", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    err = result.stderr
+    print(err)
+    probing, predicted = err.index("partagpu: probing"), err.index("partagpu: predicted ")
+    measured = err.index("partagpu: measured ")
+    training_started = err.index(" running on ", predicted)
+    assert probing < predicted < training_started < measured
+    assert "plain DDP" in err[predicted:] or "one machine is faster" in err[predicted:]
+    assert re.search(r"measured \d+\.\d× on \d machines? \(efficiency \d+%; predicted \d+\.\d×", err), err
+    report = json.loads((tmp_path / "first" / "partagpu-metrics.json").read_text())
+    assert report["sync_steps"] > 0 and report["median_sync_step_s"] > 0
+    assert json.loads((tmp_path / "first" / "metrics.json").read_text())["epochs"][-1]["epoch"] == 2
+    assert len(list((cache / "partagpu" / "probes").glob("*.json"))) == 1
+
+    again = on(1, *auto, str(tmp_path / "second"), str(TRAIN), "--epochs", "1", timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "from the cache" in again.stderr and "partagpu: probing" not in again.stderr
+    assert "partagpu: measured " in again.stderr
     assert job_processes() == ""
 
 

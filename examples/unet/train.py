@@ -9,6 +9,10 @@ can build its share without downloading anything. Runs on CPU (gloo) or GPU (ncc
     torchrun --standalone --nproc-per-node 2 examples/unet/train.py --epochs 2
 
 Rank 0 writes `metrics.json` (per-epoch loss and Dice) and `model.pt` (the state dict).
+
+It trains through `partagpu.ddp` (installed in the lab's runtime with the `partagpu` package):
+DDP with the gradient strategy `partagpu.distribute(..., nodes="auto")` chose, and the step
+times the report after the job is made of.
 """
 
 import argparse
@@ -23,6 +27,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
+
+import partagpu.ddp
 
 
 class Shapes(Dataset):
@@ -107,8 +113,8 @@ def main():
     torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", 1))))
 
     model = UNet(args.width).to(device)
-    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local] if cuda else None)
-    optimizer = torch.optim.Adam(ddp.parameters(), lr=args.lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    trainer = partagpu.ddp.wrap(model, optimizer, device_ids=[local] if cuda else None)
     train = Shapes(args.samples, args.size, seed=1)
     check = Shapes(64, args.size, seed=2)
     sampler = DistributedSampler(train, num_replicas=world, rank=rank, shuffle=True, seed=0)
@@ -120,20 +126,18 @@ def main():
     metrics = []
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
-        ddp.train()
+        model.train()
         started, total, batches = time.time(), torch.zeros(2), 0
         for images, masks in loader:
             images, masks = images.to(device), masks.to(device)
-            optimizer.zero_grad()
-            loss = F.binary_cross_entropy_with_logits(ddp(images), masks)
-            loss.backward()
-            optimizer.step()
+            # One micro-step; with k-step accumulation the optimizer steps every k-th call.
+            loss = trainer.step(lambda: F.binary_cross_entropy_with_logits(trainer.model(images), masks))
             total += torch.tensor([loss.item() * len(images), len(images)])
             batches += 1
             if epoch == 0 and batches == 1:
                 print(f"rank {rank} on {host}: first step done", flush=True)
         dist.all_reduce(total)
-        ddp.eval()
+        model.eval()
         with torch.no_grad():
             images = torch.stack([check[i][0] for i in range(len(check))]).to(device)
             masks = torch.stack([check[i][1] for i in range(len(check))]).to(device)

@@ -9,6 +9,9 @@
   one command on one machine; both return a :class:`Job` (output, state, artifacts, cancel),
   and :func:`list_jobs` lists the jobs. ``python -m partagpu run`` and ``jobs`` do the same.
   :mod:`partagpu.workspace` packs the files sent with a job.
+* ``distribute(..., nodes="auto")`` probes first and lets :mod:`partagpu.planner` choose the
+  machines and the gradient strategy, which :mod:`partagpu.ddp` applies inside the training
+  (``docs/performance.md``); the planner and :mod:`partagpu.strategy` need no torch.
 * Without a local service, :class:`Room` (:mod:`partagpu.remote`) reaches a member of the
   room over PGR/1 with the room code (``$PARTAGPU_CODE``): ``distribute(..., room=Room())``,
   or automatically when ``$PARTAGPU_CODE`` is set and no partagpud runs here.

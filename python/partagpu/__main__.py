@@ -3,7 +3,7 @@
 
 * ``peers [--json] [--timeout S]``: the machines of the room as the local partagpud sees
   them, as a table or as one JSON document (the shape of ``partagpuctl peers --json``).
-* ``run [--nodes N|NAME,NAME] [--workspace DIR] [--artifact PAT]... [--output DIR]
+* ``run [--nodes N|NAME,NAME|auto] [--workspace DIR] [--artifact PAT]... [--output DIR]
   [--peer HOST[:PORT]] [--room LABEL|ID] [--epoch N] SCRIPT [ARGS...]``: one distributed
   training (``partagpu.distribute``), its output streamed. ``--peer``/``--room`` send it
   over PGR/1 to a member of the room instead of the local partagpud; the room code is read
@@ -144,9 +144,11 @@ def run_peers(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _nodes(text: str) -> int | list[str] | None:
+def _nodes(text: str) -> int | str | list[str] | None:
     if text == "all":
         return None
+    if text == "auto":
+        return "auto"
     if text.isdigit() and int(text) > 0:
         return int(text)
     names = [name.strip() for name in text.split(",")]
@@ -225,8 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
                               description="Run SCRIPT (inside the workspace) with torchrun on "
                                           "machines of the room; stream its output and save "
                                           "its artifacts.")
-    run.add_argument("--nodes", type=_nodes, default=None, metavar="N|NAME,NAME",
-                     help="how many machines, or which (default: every eligible one)")
+    run.add_argument("--nodes", type=_nodes, default=None, metavar="N|NAME,NAME|auto",
+                     help="how many machines, or which (default: every eligible one); auto: probe, "
+                          "then the machines and gradient strategy the planner predicts fastest")
     run.add_argument("--workspace", default=None, metavar="DIR",
                      help="folder sent (default: the script's folder)")
     run.add_argument("--artifact", action="append", default=[], metavar="PAT",

@@ -18,6 +18,7 @@ import json
 import os
 import secrets
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -199,6 +200,12 @@ def distribute(script: str | os.PathLike[str], *args: str,
     """Runs ``script`` (inside ``workspace``) with ``args`` as one DDP training across the
     room's machines: ``nodes`` None for every eligible one, a number, or names.
 
+    ``nodes="auto"``: a short probe run first times the script on every eligible machine
+    and measures the network; the planner then chooses the machines and the communication
+    strategy, prints its prediction before launch and, after the training, the speed-up it
+    measured (:mod:`partagpu.autoplan`; the script trains through :func:`partagpu.ddp.wrap`).
+    The returned Job then has ``plan`` (and ``outcome`` once measured).
+
     ``gpus_per_node`` "auto" uses the GPUs each machine lends (or one CPU process). With
     ``wait`` (default) it streams the merged log, saves the artifacts (rank 0's) into
     ``output`` (default: the workspace) and returns once the training ended, see
@@ -221,6 +228,8 @@ def distribute(script: str | os.PathLike[str], *args: str,
         spec["artifacts_from_all_ranks"] = True
     _say(f"sending the workspace: {packed[1]} file{'' if packed[1] == 1 else 's'}, {format_bytes(len(packed[0]))}")
     remote = _room_for(room)
+    if nodes == "auto":
+        return _distribute_planned(spec, packed, remote, wait, timeout, root if output is None else Path(output))
     if remote is None:
         job = _send("Distribute", spec, packed[0], nodes_argument(nodes), SUBMIT_TIMEOUT_S)
     else:
@@ -228,6 +237,65 @@ def distribute(script: str | os.PathLike[str], *args: str,
         _say(f"{remote.describe()} coordinates job {job.handle}")
     if wait:
         follow(job, timeout, root if output is None else output)
+    return job
+
+
+def _launch(spec: dict[str, Any], data: bytes, target: str, remote: Room | None) -> Job:
+    if remote is None:
+        return _send("Distribute", spec, data, target, SUBMIT_TIMEOUT_S)
+    job = remote.distribute(spec, data, target)
+    _say(f"{remote.describe()} coordinates job {job.handle}")
+    return job
+
+
+def _online_machines() -> list[str] | None:
+    """Names of the room's online machines as the local service sees them (the cache key)."""
+    from partagpu.fleet import discover
+
+    try:
+        return sorted(p.name for p in discover() if p.online or p.local)
+    except Exception:  # noqa: BLE001 (no cache then; the probe tells the rest)
+        return None
+
+
+def _distribute_planned(spec: dict[str, Any], packed: tuple[bytes, int, str], remote: Room | None,
+                        wait: bool, timeout: float | None, output: Path) -> Job:
+    """nodes="auto": probe (or the cached probe), plan, say the prediction, then train."""
+    from partagpu import autoplan
+
+    online = _online_machines() if remote is None else None
+    found = autoplan.load_cached(packed[2], online) if online else None
+    if found is None:
+        _say("probing: timing the script on every machine and measuring the network")
+        probe_spec = dict(spec, id=secrets.token_hex(16), env=autoplan.probe_env(spec["env"]),
+                          artifacts=[autoplan.PROBE_FILE], time_limit_s=autoplan.PROBE_TIME_LIMIT_S)
+        probe_spec.pop("artifacts_from_all_ranks", None)
+        probe_job = _launch(probe_spec, packed[0], "", remote)
+        with tempfile.TemporaryDirectory(prefix="partagpu-probe-") as folder:
+            follow(probe_job, autoplan.PROBE_TIME_LIMIT_S, folder)
+            found = autoplan.read_probe(Path(folder), probe_job.summary()["machines"])
+        autoplan.store_cached(packed[2], found)
+    else:
+        _say("using the probe of this workspace on these machines from the cache")
+    chosen_plan = autoplan.choose(found)
+    _say(chosen_plan.summary())
+    for warning in chosen_plan.warnings:
+        _say(f"warning: {warning}")
+    chosen = chosen_plan.chosen
+    env = dict(spec["env"], PARTAGPU_DDP_STRATEGY=chosen.strategy.to_text(),
+               PARTAGPU_METRICS_OUTPUT=autoplan.METRICS_FILE)
+    artifacts = list(dict.fromkeys([*spec["artifacts"], autoplan.METRICS_FILE]))
+    job = _launch(dict(spec, env=env, artifacts=artifacts), packed[0], ",".join(autoplan.chosen_machines(chosen)),
+                  remote)
+    job.plan = chosen_plan
+    if wait:
+        follow(job, timeout, output)
+        outcome = autoplan.measured(output, chosen_plan, found)
+        if outcome is None:
+            _say(f"no {autoplan.METRICS_FILE} came back: the speed-up was not measured")
+        else:
+            _say(outcome.describe(chosen_plan, found))
+            job.outcome = outcome
     return job
 
 

@@ -107,3 +107,14 @@ ensure_venv() {
     echo "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../python" && pwd)" >"$site/partagpu-checkout.pth"
     echo "$venv/bin/python"
 }
+
+# install_job_helper PYTHON: a copy of this checkout's partagpu package inside that venv. A job
+# sees only its runtime's own directories in the sandbox, not this checkout (the .pth above),
+# and a training that uses partagpu.ddp imports it there. Copied afresh every time.
+install_job_helper() {
+    local site
+    site=$("$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    rm -rf "$site/partagpu"
+    cp -r "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../python" && pwd)/partagpu" "$site/partagpu"
+    find "$site/partagpu" -name __pycache__ -prune -exec rm -rf {} +
+}

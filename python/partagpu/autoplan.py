@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""``distribute(..., nodes="auto")``: probe, plan, say the prediction, train, say the result.
+
+1. A probe run of the same script on every eligible machine with ``$PARTAGPU_PROBE`` set:
+   :func:`partagpu.ddp.wrap` then times 8 micro-steps on each machine alone, measures the
+   allreduce bandwidth with the model's gradient bytes, writes ``partagpu-probe.json`` on
+   rank 0 and ends the run (seconds, not the training).
+2. :func:`partagpu.planner.plan` chooses the machines and the strategy; the line the user
+   reads before launch, e.g. "predicted 3.4× on 4 machines with fp16 gradients and 8-step
+   accumulation; plain DDP: 0.9×", goes to stderr with any warning.
+3. The training on those machines with ``$PARTAGPU_DDP_STRATEGY``; rank 0's trainer writes
+   ``partagpu-metrics.json`` and the measured speed-up against the probe's one-machine step
+   is reported beside the prediction.
+
+A probe is kept in ``$XDG_CACHE_HOME/partagpu/probes`` per workspace content and set of
+machines it ran on, so running the same script again on the same machines plans at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from partagpu.planner import Plan, Prediction, Probe, StepTiming, plan
+
+PROBE_MICRO_STEPS = 8
+PROBE_TIME_LIMIT_S = 300
+PROBE_FILE = "partagpu-probe.json"
+METRICS_FILE = "partagpu-metrics.json"
+
+
+def probe_env(env: dict[str, str]) -> dict[str, str]:
+    return {**env, "PARTAGPU_PROBE": str(PROBE_MICRO_STEPS)}
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "partagpu" / "probes"
+
+
+def cache_key(workspace_sha256: str, machines: list[str]) -> str:
+    return hashlib.sha256(json.dumps([workspace_sha256, sorted(machines)]).encode()).hexdigest()[:32]
+
+
+def load_cached(workspace_sha256: str, machines: list[str]) -> Probe | None:
+    path = cache_dir() / f"{cache_key(workspace_sha256, machines)}.json"
+    try:
+        return Probe.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None  # none yet, or unreadable: probe again
+
+
+def store_cached(workspace_sha256: str, probe: Probe) -> None:
+    machines = sorted({t.machine for t in probe.timings})
+    directory = cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, encoding="utf-8") as out:
+        json.dump(probe.to_json(), out)
+    os.replace(out.name, directory / f"{cache_key(workspace_sha256, machines)}.json")
+
+
+def read_probe(folder: Path, machines_by_node: list[str]) -> Probe:
+    """The probe run's file, its "node R" names replaced by the machines' names."""
+    try:
+        data = json.loads((folder / PROBE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(
+            f"the probe run gave no {PROBE_FILE} ({error}): does the script train through "
+            "partagpu.ddp.wrap() and trainer.step()? (docs/performance.md)"
+        ) from None
+    found = Probe.from_json(data)
+    named = []
+    for timing in found.timings:
+        node = timing.machine.removeprefix("node ")
+        name = machines_by_node[int(node)] if node.isdigit() and int(node) < len(machines_by_node) else timing.machine
+        named.append(StepTiming(name, timing.forward_s, timing.backward_s, timing.optimizer_s, timing.jitter_s))
+    return Probe(found.shape, tuple(named), found.link)
+
+
+def choose(found: Probe, max_nodes: int | None = None) -> Plan:
+    return plan(found.shape, list(found.timings), found.link, max_nodes=max_nodes)
+
+
+def chosen_machines(prediction: Prediction) -> list[str]:
+    return list(dict.fromkeys(prediction.machines))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the training measured, beside what was predicted."""
+
+    sync_step_s: float
+    speedup: float
+    efficiency: float
+    planner_error: float
+
+    def describe(self, chosen_plan: Plan, found: Probe) -> str:
+        chosen = chosen_plan.chosen
+        return (
+            f"measured {self.speedup:.1f}× on {chosen.nodes} machine{'s' if chosen.nodes > 1 else ''} "
+            f"(efficiency {self.efficiency:.0%}; predicted {chosen.speedup:.1f}×, planner error "
+            f"{self.planner_error:.0%}) with {chosen.strategy.describe()}; allreduce bandwidth "
+            f"{found.link.bandwidth / 1e6:.0f} MB/s; throughput against one machine, weak scaling"
+        )
+
+
+def measured(folder: Path, chosen_plan: Plan, found: Probe) -> Outcome | None:
+    """The training's ``partagpu-metrics.json`` against the probe's one-machine step, or None
+    when the script wrote none (it left through os._exit, or trained without the helper)."""
+    try:
+        metrics = json.loads((folder / METRICS_FILE).read_text(encoding="utf-8"))
+        step = float(metrics["median_sync_step_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    chosen = chosen_plan.chosen
+    own = found.timings[0]
+    one_machine = own.compute_s + own.optimizer_s
+    speedup = chosen.nodes * chosen.strategy.accumulation * one_machine / step if step > 0 else 0.0
+    return Outcome(step, speedup, speedup / chosen.nodes, abs(chosen.sync_step_s - step) / step if step > 0 else 0.0)
