@@ -87,3 +87,23 @@ def test_link_timings_and_shape_are_what_the_planner_needs(tmp_path):
     timing = worker["timing"]
     assert timing["forward_s"] > 0 and timing["backward_s"] > 0
     assert worker["shape"] == [(16 * 4 + 4) * 4, [[4, 16]]]
+
+
+@pytest.mark.parametrize(("case", "port"), [("older", 29658), ("none", 29659), ("torn", 29660)])
+def test_every_rank_loads_the_newest_checkpoint_any_rank_holds(tmp_path, case, port):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), OMP_NUM_THREADS="1", CKPT_ROOT=str(tmp_path),
+               CKPT_CASE=case)
+    torchrun = str(Path(TORCH).parent / "torchrun")
+    result = subprocess.run(
+        [torchrun, "--nnodes", "1", "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port",
+         str(port), str(REPO / "tests" / "checkpoint_worker.py")],
+        capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = [json.loads((tmp_path / f"result-{rank}.json").read_text()) for rank in (0, 1)]
+    assert [r["loaded"] for r in results] == [[4.0] * 3, [4.0] * 3]
+    # The step-5 checkpoint replaced rank 0's own (its machine's first process); rank 1 wrote none.
+    assert results[0]["written_step"] == 5
+    assert results[1]["written_step"] == 4
+    if case == "torn":
+        assert "ignoring the unreadable checkpoint" in result.stdout

@@ -12,7 +12,8 @@ Rank 0 writes `metrics.json` (per-epoch loss and Dice) and `model.pt` (the state
 
 It trains through `partagpu.ddp` (installed in the lab's runtime with the `partagpu` package):
 DDP with the gradient strategy `partagpu.distribute(..., nodes="auto")` chose, and the step
-times the report after the job is made of.
+times the report after the job is made of. Every epoch ends with a `partagpu.checkpoint`, so
+an elastic training (`min_nodes=`) that loses a machine resumes from the last epoch.
 """
 
 import argparse
@@ -28,6 +29,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
+import partagpu.checkpoint
 import partagpu.ddp
 
 
@@ -103,7 +105,7 @@ def main():
     args = parser.parse_args()
 
     cuda = torch.cuda.is_available()
-    dist.init_process_group("nccl" if cuda else "gloo")
+    partagpu.ddp.init_process_group()  # nccl or gloo, and the timeout of an elastic training
     rank, world = dist.get_rank(), dist.get_world_size()
     local = int(os.environ.get("LOCAL_RANK", 0))
     device = torch.device(f"cuda:{local}" if cuda else "cpu")
@@ -114,6 +116,14 @@ def main():
 
     model = UNet(args.width).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    # After a lost machine the workers restart here: from the last epoch every rank finished.
+    saved = partagpu.checkpoint.load(map_location=device)
+    metrics = saved["metrics"] if saved else []
+    if saved:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        if rank == 0:
+            print(f"resuming after epoch {len(metrics)} on {world} process(es)", flush=True)
     trainer = partagpu.ddp.wrap(model, optimizer, device_ids=[local] if cuda else None)
     train = Shapes(args.samples, args.size, seed=1)
     check = Shapes(64, args.size, seed=2)
@@ -123,8 +133,7 @@ def main():
     if rank == 0:
         print(f"training on {world} process(es); {len(train)} images, batches of {args.batch_size} per process",
               flush=True)
-    metrics = []
-    for epoch in range(args.epochs):
+    for epoch in range(len(metrics), args.epochs):
         sampler.set_epoch(epoch)
         model.train()
         started, total, batches = time.time(), torch.zeros(2), 0
@@ -143,12 +152,16 @@ def main():
             masks = torch.stack([check[i][1] for i in range(len(check))]).to(device)
             score = dice(model(images), masks)
         epoch_loss = float(total[0] / total[1])
+        metrics.append({"epoch": epoch + 1, "loss": epoch_loss, "dice": score,
+                        "seconds": round(time.time() - started, 2), "processes": world})
+        partagpu.checkpoint.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                  "metrics": metrics}, step=epoch)
         if rank == 0:
-            metrics.append({"epoch": epoch + 1, "loss": epoch_loss, "dice": score,
-                            "seconds": round(time.time() - started, 2), "processes": world})
             print(f"epoch {epoch + 1}/{args.epochs}: loss {epoch_loss:.4f}, dice {score:.3f}, "
                   f"{time.time() - started:.1f} s", flush=True)
-    if rank == 0:
+    # Every machine writes them (the replicas are equal): after a lost machine, the ranks may
+    # have been renumbered, and the artifacts are taken from the first machine of the job.
+    if local == 0:
         os.makedirs(args.out, exist_ok=True)
         torch.save(model.state_dict(), os.path.join(args.out, "model.pt"))
         with open(os.path.join(args.out, "metrics.json"), "w") as f:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import datetime
 import json
 import os
 import statistics
@@ -42,6 +43,7 @@ PROBE_OUTPUT_ENV = "PARTAGPU_PROBE_OUTPUT"
 PROBE_FILE = "partagpu-probe.json"
 REPORT_FILE = "partagpu-metrics.json"
 METRICS_OUTPUT_ENV = "PARTAGPU_METRICS_OUTPUT"
+COLLECTIVE_TIMEOUT_ENV = "PARTAGPU_COLLECTIVE_TIMEOUT_S"
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,19 @@ class MicroStep:
     backward_s: float
     optimizer_s: float  # 0 on micro-steps that only accumulate
     synced: bool
+
+
+def init_process_group(backend: str | None = None) -> None:
+    """``torch.distributed.init_process_group`` for a training under partagpu: nccl with
+    CUDA, else gloo, and the collective timeout the coordinator asks for
+    (``$PARTAGPU_COLLECTIVE_TIMEOUT_S``, set for an elastic training: a machine that vanishes
+    sends nothing, and only a timeout tells the others to restart without it)."""
+    chosen = backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    seconds = os.environ.get(COLLECTIVE_TIMEOUT_ENV, "").strip()
+    if seconds:
+        dist.init_process_group(chosen, timeout=datetime.timedelta(seconds=float(seconds)))
+    else:
+        dist.init_process_group(chosen)
 
 
 def strategy_from_env() -> Strategy:

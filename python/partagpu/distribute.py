@@ -178,6 +178,8 @@ def follow(job: Job, timeout: float | None = None,
     info = job.summary()
     progress.update(info, final=True)
     where = ", ".join(info["machines"])
+    if info.get("lost"):
+        where += f" ({', '.join(info['lost'])} lost on the way)"
     took = "" if info["wall_s"] is None else f" in {info['wall_s']:.1f} s"
     if record.get("state") != "succeeded":
         raise JobFailedError(f"job {job.handle} {record.get('state')} on {where}{took}: "
@@ -196,7 +198,7 @@ def distribute(script: str | os.PathLike[str], *args: str,
                env: Mapping[str, str] | None = None, wait: bool = True,
                timeout: float | None = None, output: str | os.PathLike[str] | None = None,
                time_limit_s: int = DEFAULT_TIME_LIMIT_S, room: Room | None = None,
-               artifacts_from: str = "rank0") -> Job:
+               artifacts_from: str = "rank0", min_nodes: int | None = None) -> Job:
     """Runs ``script`` (inside ``workspace``) with ``args`` as one DDP training across the
     room's machines: ``nodes`` None for every eligible one, a number, or names.
 
@@ -212,6 +214,10 @@ def distribute(script: str | os.PathLike[str], *args: str,
     :func:`follow`; else it returns the :class:`Job` at once. ``artifacts_from="all"``
     brings back every rank's files too, node rank N's under ``rank-N/``.
 
+    ``min_nodes`` makes the training elastic: when a machine other than the first is lost,
+    it goes on with the others (at least ``min_nodes``), whose workers restart from their
+    last :mod:`partagpu.checkpoint`.
+
     ``room`` (a :class:`partagpu.remote.Room`) sends it over PGR/1 to a member of that room,
     which coordinates it, instead of asking the local partagpud; see :func:`_room_for` for
     when that happens without ``room``.
@@ -226,6 +232,10 @@ def distribute(script: str | os.PathLike[str], *args: str,
                       time_limit_s=time_limit_s)
     if artifacts_from == "all":
         spec["artifacts_from_all_ranks"] = True
+    if min_nodes is not None:
+        if isinstance(min_nodes, bool) or not isinstance(min_nodes, int) or min_nodes < 1:
+            raise ValueError("min_nodes is the number of machines (1 or more) an elastic training goes on with")
+        spec["min_nodes"] = min_nodes
     _say(f"sending the workspace: {packed[1]} file{'' if packed[1] == 1 else 's'}, {format_bytes(len(packed[0]))}")
     remote = _room_for(room)
     if nodes == "auto":

@@ -259,7 +259,8 @@ class Job:
 
     # -- reports -------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
-        """Where and how it ran: ``machines`` (names), ``ranks`` (name → node rank),
+        """Where and how it ran: ``machines`` (names), ``ranks`` (name → node rank), ``lost``
+        (machines an elastic training went on without),
         ``processes`` (total), ``wall_s``, ``state``, ``reason``, ``exit_code``."""
         record = self.record
         parts = sorted(record.get("parts") or [], key=lambda p: p.get("node_rank", 0))
@@ -274,7 +275,8 @@ class Job:
         if started and not ended and record.get("state") not in TERMINAL_STATES:
             ended = time.time_ns() // 1_000_000
         wall = (ended - started) / 1000 if started and ended else None
-        return {"job": self.handle, "machines": machines, "ranks": ranks,
+        lost = [p.get("node_name") or p.get("node", "?") for p in parts if p.get("state") == "lost"]
+        return {"job": self.handle, "machines": machines, "ranks": ranks, "lost": lost,
                 "processes": processes, "wall_s": wall, "state": record.get("state"),
                 "reason": record.get("reason"), "exit_code": record.get("exit_code")}
 

@@ -106,6 +106,7 @@ fn build_spec(args: &RunArgs, id: JobId, workspace: &Workspace) -> Result<JobSpe
             gpus: args.gpus.unwrap_or(defaults.gpus),
         },
         artifacts_from_all_ranks: false,
+        min_nodes: None,
         artifacts: args.artifacts.clone(),
         network: if args.allow_peers.is_empty() {
             NetworkMode::None

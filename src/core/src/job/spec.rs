@@ -165,6 +165,11 @@ pub struct JobSpec {
     /// not only rank 0's. Ignored by a job that is not a training.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub artifacts_from_all_ranks: bool,
+    /// An elastic training: it goes on, from its last checkpoint, while at least this many
+    /// of its machines remain (torchrun's c10d rendezvous with an nnodes range and restarts).
+    /// `None`: every machine must stay to the end. Ignored by a job that is not a training.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_nodes: Option<u32>,
     /// The network the job gets.
     #[serde(default)]
     pub network: NetworkMode,

@@ -5,6 +5,7 @@
 //! `[machine/rank]` prefixes, follows their states, stops them all when one fails or on
 //! request, and brings back rank 0's artifacts.
 
+pub mod elastic;
 pub mod plan;
 
 use std::collections::BTreeMap;
@@ -287,6 +288,7 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
     let mut partial: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut failure: Option<String> = None;
     let mut stop_sent = false;
+    let mut losses = elastic::Losses::new(shared.submitted.spec(group.handle()).and_then(|s| s.min_nodes));
     loop {
         let record = group.record();
         let stop = group.stop.borrow().clone();
@@ -311,7 +313,19 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
             serde_json::to_vec(&offsets).unwrap_or_default(),
         );
         if failure.is_none() {
-            failure = vanished(&peer, &shared.node_id, &states).or_else(|| first_failure(&shared, &states));
+            for part in vanished(&peer, &shared.node_id, &states, &losses) {
+                match losses.vanished(&part, &states) {
+                    elastic::Verdict::GoesOn(line) => {
+                        tracing::warn!(group = group.handle(), part = part.job, "{}", line.trim_end());
+                        let _ = append_log(&dir, line.as_bytes());
+                    }
+                    elastic::Verdict::Ends(why) => {
+                        failure = Some(why);
+                        break;
+                    }
+                }
+            }
+            failure = failure.or_else(|| first_failure(&shared, &states, &losses));
         }
         if (failure.is_some() || stop.is_some()) && !stop_sent {
             stop_sent = true;
@@ -341,8 +355,10 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
         };
         if states
             .iter()
-            .all(|(p, s, _)| s.is_terminal() || offline.contains(&p.node.as_str()))
+            .all(|(p, s, _)| s.is_terminal() || offline.contains(&p.node.as_str()) || losses.is_lost(&p.job))
         {
+            let mut states = states;
+            losses.mark(&mut states);
             for (job, rest) in std::mem::take(&mut partial)
                 .into_iter()
                 .filter(|(_, rest)| !rest.is_empty())
@@ -358,19 +374,24 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
     }
 }
 
-/// A part whose machine left the room's links while it ran: the training cannot go on, and
-/// the others' errors (a broken collective) would hide which machine it was.
-fn vanished(peer: &PeerContext, own: &str, states: &[(JobPart, JobState, Option<String>)]) -> Option<String> {
+/// Parts whose machine left the room's links while they ran (and not given up on yet): unless
+/// the training is elastic it cannot go on, and the others' errors (a broken collective) would
+/// hide which machine it was.
+fn vanished(
+    peer: &PeerContext,
+    own: &str,
+    states: &[(JobPart, JobState, Option<String>)],
+    losses: &elastic::Losses,
+) -> Vec<JobPart> {
     let members = peer.fleet.members();
-    states.iter().find_map(|(part, state, _)| {
-        let online = part.node == own || members.iter().any(|m| m.node_id == part.node && m.online);
-        (!online && !state.is_terminal()).then(|| {
-            format!(
-                "{} (node {}) vanished: the machine went offline",
-                part.node_name, part.node_rank
-            )
+    states
+        .iter()
+        .filter(|(part, state, _)| {
+            let online = part.node == own || members.iter().any(|m| m.node_id == part.node && m.online);
+            !online && !state.is_terminal() && !losses.is_lost(&part.job)
         })
-    })
+        .map(|(part, _, _)| part.clone())
+        .collect()
 }
 
 /// Nodes of unfinished parts that are offline now.
@@ -393,10 +414,11 @@ fn offline_nodes<'a>(
 fn first_failure(
     shared: &super::manager::Shared,
     states: &[(JobPart, JobState, Option<String>)],
+    losses: &elastic::Losses,
 ) -> Option<String> {
     states
         .iter()
-        .filter(|(_, s, _)| s.is_terminal() && *s != JobState::Succeeded)
+        .filter(|(p, s, _)| s.is_terminal() && *s != JobState::Succeeded && !losses.is_lost(&p.job))
         .min_by_key(|(part, _, _)| {
             shared
                 .find(&part.job)

@@ -112,4 +112,7 @@ pub enum JobSpecError {
     /// Zero or over [`MAX_TIME_LIMIT_S`].
     #[error("the time limit is {0} seconds: it must be between 1 and {MAX_TIME_LIMIT_S} (one week)")]
     TimeLimit(u64),
+    /// An elastic training's smallest size out of 1..=[`MAX_TRAINING_NODES`].
+    #[error("min_nodes is {0}: an elastic training goes on with at least 1 and at most {MAX_TRAINING_NODES} machines")]
+    MinNodes(u32),
 }

@@ -210,6 +210,9 @@ fn runtime_resources_and_limits_are_checked() {
         Err(JobSpecError::TimeLimit(604_801))
     );
     assert!(with("time_limit_s", json!(604_800)).is_ok());
+    assert_eq!(with("min_nodes", json!(0)), Err(JobSpecError::MinNodes(0)));
+    assert_eq!(with("min_nodes", json!(257)), Err(JobSpecError::MinNodes(257)));
+    assert_eq!(with("min_nodes", json!(2)).map(|s| s.min_nodes), Ok(Some(2)));
 }
 
 #[test]

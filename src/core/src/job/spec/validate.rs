@@ -31,6 +31,8 @@ pub const MAX_GPUS: u32 = 16;
 pub const MAX_ARTIFACT_PATTERNS: usize = 64;
 /// Most peers a job may reach.
 pub const MAX_PEERS: usize = 64;
+/// Most machines one elastic training may be reduced from.
+pub const MAX_TRAINING_NODES: u32 = 256;
 /// Time limit when the spec gives none: one day.
 pub const DEFAULT_TIME_LIMIT_S: u64 = 86_400;
 /// Longest time limit: one week.
@@ -113,6 +115,11 @@ pub(super) fn validate(spec: &JobSpec) -> Result<(), JobSpecError> {
     check_network(&spec.network)?;
     if !(1..=MAX_TIME_LIMIT_S).contains(&spec.time_limit_s) {
         return Err(JobSpecError::TimeLimit(spec.time_limit_s));
+    }
+    if let Some(min) = spec.min_nodes {
+        if !(1..=MAX_TRAINING_NODES).contains(&min) {
+            return Err(JobSpecError::MinNodes(min));
+        }
     }
     Ok(())
 }

@@ -153,8 +153,11 @@ fn ports_in_use<'a>(argvs: impl IntoIterator<Item = &'a [String]>) -> Vec<u16> {
     argvs
         .into_iter()
         .filter_map(|argv| {
-            let at = argv.iter().position(|a| a == "--master-port")?;
-            argv.get(at + 1)?.parse().ok()
+            if let Some(at) = argv.iter().position(|a| a == "--master-port") {
+                return argv.get(at + 1)?.parse().ok();
+            }
+            let at = argv.iter().position(|a| a == "--rdzv-endpoint")?;
+            argv.get(at + 1)?.rsplit(':').next()?.parse().ok()
         })
         .collect()
 }
@@ -232,37 +235,19 @@ pub fn parts(template: &JobSpec, machines: &[Candidate], rendezvous_port: u16) -
                     .entry(name.to_owned())
                     .or_insert_with(|| value.to_owned());
             }
+            if template.min_nodes.is_some_and(|min| (min as usize) < count) {
+                // A machine that vanishes sends no reset: the others learn of it when a
+                // collective times out (partagpu.ddp.init_process_group reads this), and
+                // their agents then restart them without it.
+                spec.env
+                    .entry(COLLECTIVE_TIMEOUT_ENV.to_owned())
+                    .or_insert_with(|| ELASTIC_COLLECTIVE_TIMEOUT_S.to_string());
+            }
             if rank != 0 && !template.artifacts_from_all_ranks {
                 spec.artifacts.clear();
             }
             spec.artifacts_from_all_ranks = false;
-            // The static rendezvous keeps the node ranks given here: rank 0 (which saves the
-            // artifacts) is where the coordinator expects it, and hosts the store. The elastic
-            // c10d rendezvous, which reorders ranks by arrival, comes with recovery ([8/8]).
-            let mut argv: Vec<String> = [
-                "torchrun",
-                "--nnodes",
-                &count.to_string(),
-                "--node-rank",
-                &rank.to_string(),
-                "--nproc-per-node",
-                &processes.to_string(),
-                "--rdzv-backend",
-                "static",
-                "--master-addr",
-                &master.0,
-                "--master-port",
-                &master.1,
-                "--rdzv-id",
-                &template.id.to_hex(),
-                "--max-restarts",
-                "0",
-                // Workers reach each other at this address, not at a sandbox host name.
-                "--local-addr",
-                &machine.address.to_string(),
-            ]
-            .map(str::to_owned)
-            .to_vec();
+            let mut argv = launcher(template, count, rank, processes, &master, machine);
             argv.extend(template.argv.iter().cloned());
             spec.argv = argv;
             Part {
@@ -274,6 +259,89 @@ pub fn parts(template: &JobSpec, machines: &[Candidate], rendezvous_port: u16) -
         })
         .collect()
 }
+
+/// torchrun's own arguments for node `rank` of `count`.
+///
+/// Without `min_nodes`, the static rendezvous keeps the node ranks given here: rank 0 (which
+/// saves the artifacts) is where the coordinator expects it and hosts the store, and a lost
+/// machine ends the training. With `min_nodes`, the c10d rendezvous takes `min..count` nodes
+/// and the agents restart the workers (which resume from their checkpoint) when one is lost;
+/// node rank 0 still hosts the store (`is_host`), so it must stay.
+fn launcher(
+    template: &JobSpec,
+    count: usize,
+    rank: u32,
+    processes: u32,
+    master: &(String, String),
+    machine: &Candidate,
+) -> Vec<String> {
+    let mut argv: Vec<String> = vec!["torchrun".into()];
+    let elastic = template
+        .min_nodes
+        .filter(|&min| (min as usize) < count)
+        .map(|min| min.max(1));
+    let push = |argv: &mut Vec<String>, items: &[&str]| argv.extend(items.iter().map(|s| (*s).to_owned()));
+    match elastic {
+        None => push(
+            &mut argv,
+            &[
+                "--nnodes",
+                &count.to_string(),
+                "--node-rank",
+                &rank.to_string(),
+                "--rdzv-backend",
+                "static",
+                "--master-addr",
+                &master.0,
+                "--master-port",
+                &master.1,
+                "--max-restarts",
+                "0",
+            ],
+        ),
+        Some(min) => push(
+            &mut argv,
+            &[
+                "--nnodes",
+                &format!("{min}:{count}"),
+                "--rdzv-backend",
+                "c10d",
+                "--rdzv-endpoint",
+                &format!("{}:{}", master.0, master.1),
+                "--rdzv-conf",
+                &format!(
+                    "is_host={},join_timeout={ELASTIC_JOIN_S},last_call_timeout={ELASTIC_LAST_CALL_S}",
+                    u8::from(rank == 0)
+                ),
+                "--max-restarts",
+                &ELASTIC_RESTARTS.to_string(),
+            ],
+        ),
+    }
+    push(
+        &mut argv,
+        &[
+            "--nproc-per-node",
+            &processes.to_string(),
+            "--rdzv-id",
+            &template.id.to_hex(),
+            // Workers reach each other at this address, not at a sandbox host name.
+            "--local-addr",
+            &machine.address.to_string(),
+        ],
+    );
+    argv
+}
+
+/// The collective timeout an elastic training's workers are given, in seconds.
+pub const COLLECTIVE_TIMEOUT_ENV: &str = "PARTAGPU_COLLECTIVE_TIMEOUT_S";
+const ELASTIC_COLLECTIVE_TIMEOUT_S: u32 = 30;
+/// Restarts an elastic training may make (each after a lost machine or a failed worker).
+pub const ELASTIC_RESTARTS: u32 = 3;
+/// How long the first rendezvous of an elastic training waits for its machines.
+const ELASTIC_JOIN_S: u32 = 120;
+/// Once `min_nodes` have joined a later round, how long it waits for more (a returning machine).
+const ELASTIC_LAST_CALL_S: u32 = 5;
 
 #[cfg(test)]
 mod tests;

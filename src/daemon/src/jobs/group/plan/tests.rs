@@ -92,9 +92,9 @@ fn each_part_runs_torchrun_against_rank_zero_and_may_reach_only_the_others() {
     assert_eq!(
         line,
         format!(
-            "torchrun --nnodes 2 --node-rank 1 --nproc-per-node 1 --rdzv-backend static --master-addr \
-             10.98.0.1 --master-port 29412 --rdzv-id {} --max-restarts 0 --local-addr 10.98.0.2 train.py \
-             --epochs 2",
+            "torchrun --nnodes 2 --node-rank 1 --rdzv-backend static --master-addr 10.98.0.1 \
+             --master-port 29412 --max-restarts 0 --nproc-per-node 1 --rdzv-id {} --local-addr 10.98.0.2 \
+             train.py --epochs 2",
             template.id.to_hex()
         )
     );
@@ -154,4 +154,53 @@ fn a_new_training_never_takes_a_rendezvous_port_an_open_one_uses() {
         .map(|pick| rendezvous_port(few.iter().map(Vec::as_slice), pick))
         .collect();
     assert!(!chosen.contains(&29400) && chosen.len() == 99, "{chosen:?}");
+}
+
+#[test]
+fn an_elastic_training_takes_a_range_of_nodes_and_restarts_with_rank_zero_hosting_the_store() {
+    let mut template: JobSpec = serde_json::from_value(serde_json::json!({
+        "id": "00112233445566778899aabbccddeeff", "attempt": 0, "submitter": "ab".repeat(16),
+        "argv": ["train.py"], "workspace_bytes": 0, "workspace_sha256": "00".repeat(32),
+        "min_nodes": 1,
+    }))
+    .unwrap();
+    let machines = choose(&room(), "", "torch", Some("2.15.0")).unwrap();
+    let lines: Vec<String> = parts(&template, &machines, 29413)
+        .iter()
+        .map(|p| p.spec.argv.join(" "))
+        .collect();
+    for (rank, line) in lines.iter().enumerate() {
+        assert_eq!(
+            *line,
+            format!(
+                "torchrun --nnodes 1:2 --rdzv-backend c10d --rdzv-endpoint 10.98.0.1:29413 --rdzv-conf \
+                 is_host={},join_timeout=120,last_call_timeout=5 --max-restarts 3 --nproc-per-node 1 \
+                 --rdzv-id {} --local-addr 10.98.0.{} train.py",
+                u8::from(rank == 0),
+                template.id.to_hex(),
+                rank + 1
+            )
+        );
+    }
+    let elastic = parts(&template, &machines, 29413);
+    assert_eq!(
+        elastic[1]
+            .spec
+            .env
+            .get("PARTAGPU_COLLECTIVE_TIMEOUT_S")
+            .map(String::as_str),
+        Some("30")
+    );
+    // The port is seen as taken by the next training, as a static one's is.
+    let argvs: Vec<Vec<String>> = parts(&template, &machines, 29413)
+        .into_iter()
+        .map(|p| p.spec.argv)
+        .collect();
+    assert_ne!(rendezvous_port(argvs.iter().map(Vec::as_slice), 13), 29413);
+    // As many as there are machines: nothing to be elastic about, the static rendezvous.
+    template.min_nodes = Some(2);
+    assert!(parts(&template, &machines, 29413)[0]
+        .spec
+        .argv
+        .contains(&"static".to_owned()));
 }

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! What an elastic training (`min_nodes`) does when a machine is lost: it goes on without the
+//! part while at least `min_nodes` remain and the lost one is not node rank 0 (which hosts
+//! the rendezvous store and saves the artifacts). torchrun's agents on the others restart
+//! their workers, which resume from their checkpoint; here the coordinator only has to not
+//! end the training, say so in its log, and mark the part lost at the end.
+
+use std::collections::BTreeSet;
+
+use partagpu_core::job::record::JobPart;
+use partagpu_core::job::state::JobState;
+
+/// The parts given up on so far.
+#[derive(Debug)]
+pub struct Losses {
+    min_nodes: Option<u32>,
+    lost: BTreeSet<String>,
+}
+
+/// What became of a vanished part.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The training goes on; the line to write in its log.
+    GoesOn(String),
+    /// The training ends; why.
+    Ends(String),
+}
+
+impl Losses {
+    /// For a training of `min_nodes` (None: not elastic).
+    #[must_use]
+    pub fn new(min_nodes: Option<u32>) -> Self {
+        Self {
+            min_nodes,
+            lost: BTreeSet::new(),
+        }
+    }
+
+    /// Whether the part (by its job handle) was given up on.
+    #[must_use]
+    pub fn is_lost(&self, job: &str) -> bool {
+        self.lost.contains(job)
+    }
+
+    /// `part` vanished (its machine went offline while it ran); `states` are all the parts'.
+    pub fn vanished(&mut self, part: &JobPart, states: &[(JobPart, JobState, Option<String>)]) -> Verdict {
+        let what = format!("{} (node {}) vanished", part.node_name, part.node_rank);
+        let Some(min) = self.min_nodes else {
+            return Verdict::Ends(format!("{what}: the machine went offline"));
+        };
+        if part.node_rank == 0 {
+            return Verdict::Ends(format!(
+                "{what}: the machine went offline, and it held the training's rendezvous"
+            ));
+        }
+        let remaining = states
+            .iter()
+            .filter(|(p, s, _)| p.job != part.job && !self.is_lost(&p.job) && !s.is_terminal())
+            .count();
+        if remaining < min as usize {
+            return Verdict::Ends(format!(
+                "{what}: the machine went offline, and {remaining} machine(s) are left of the {min} the training needs"
+            ));
+        }
+        self.lost.insert(part.job.clone());
+        Verdict::GoesOn(format!(
+            "[partagpu] {what}: the machine went offline; the training goes on with {remaining} machine(s) from its last checkpoint\n"
+        ))
+    }
+
+    /// `states` with the lost parts marked lost (their machine cannot report an end).
+    pub fn mark(&self, states: &mut [(JobPart, JobState, Option<String>)]) {
+        for (part, state, why) in states.iter_mut() {
+            if self.is_lost(&part.job) && !state.is_terminal() {
+                *state = JobState::Lost;
+                *why = Some("its machine went offline during the training".to_owned());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(rank: u32) -> (JobPart, JobState, Option<String>) {
+        let part = JobPart {
+            job: format!("part-{rank}"),
+            node: format!("node-{rank}"),
+            node_name: format!("lab-{}", rank + 1),
+            node_rank: rank,
+            processes: 1,
+            state: JobState::Running,
+        };
+        (part, JobState::Running, None)
+    }
+
+    #[test]
+    fn a_training_that_is_not_elastic_ends_with_the_first_loss() {
+        let states = vec![part(0), part(1), part(2)];
+        let verdict = Losses::new(None).vanished(&states[2].0, &states);
+        assert_eq!(
+            verdict,
+            Verdict::Ends("lab-3 (node 2) vanished: the machine went offline".into())
+        );
+    }
+
+    #[test]
+    fn an_elastic_one_goes_on_down_to_its_minimum_then_ends() {
+        let mut states = vec![part(0), part(1), part(2)];
+        let mut losses = Losses::new(Some(1));
+        let Verdict::GoesOn(line) = losses.vanished(&states[2].0, &states) else {
+            panic!("a 3-machine training of at least 1 should go on");
+        };
+        assert!(line.contains("lab-3 (node 2) vanished") && line.contains("goes on with 2 machine(s)"));
+        assert!(losses.is_lost("part-2"));
+        let Verdict::GoesOn(_) = losses.vanished(&states[1].0, &states) else {
+            panic!("one machine is still enough");
+        };
+        losses.mark(&mut states);
+        assert_eq!(states[1].1, JobState::Lost);
+        assert_eq!(states[0].1, JobState::Running);
+
+        let states = vec![part(0), part(1), part(2)];
+        let mut strict = Losses::new(Some(2));
+        assert!(matches!(
+            strict.vanished(&states[2].0, &states),
+            Verdict::GoesOn(_)
+        ));
+        let Verdict::Ends(why) = strict.vanished(&states[1].0, &states) else {
+            panic!("below the minimum the training ends");
+        };
+        assert!(why.contains("1 machine(s) are left of the 2"), "{why}");
+    }
+
+    #[test]
+    fn losing_rank_zero_ends_even_an_elastic_training() {
+        let states = vec![part(0), part(1), part(2)];
+        let Verdict::Ends(why) = Losses::new(Some(1)).vanished(&states[0].0, &states) else {
+            panic!("rank 0 holds the store");
+        };
+        assert!(why.contains("held the training's rendezvous"));
+    }
+}
