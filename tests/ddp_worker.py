@@ -10,6 +10,7 @@ timings it kept. The test compares the weights with a single-process reference.
 import json
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -20,6 +21,13 @@ import partagpu.ddp
 def data(rank, micro):
     generator = torch.Generator().manual_seed(100 * rank + micro)
     return torch.randn(8, 16, generator=generator)
+
+
+def slow_forward(rank, out):
+    # $DDP_SLOW_RANK plays a slower machine: its forward pass takes 50 ms more.
+    if str(rank) == os.environ.get("DDP_SLOW_RANK"):
+        time.sleep(0.05)
+    return out
 
 
 def grads_equal_across_ranks(model):
@@ -54,7 +62,7 @@ def main():
     k = trainer.strategy.accumulation
     for micro in range(2 * k):
         x = data(rank, micro)
-        trainer.step(lambda: trainer.model(x).pow(2).mean())
+        trainer.step(lambda: slow_forward(rank, trainer.model(x)).pow(2).mean())
         synced = trainer.timings[-1].synced
         # After a synced step the optimizer has run and zero_grad(set_to_none) cleared grads.
         events.append({"micro": micro, "synced": synced,

@@ -8,6 +8,7 @@ PARTAGPU_TORCH_PYTHON names a Python with torch (scripts/test builds it)."""
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,20 @@ def test_the_strategy_comes_from_the_environment_the_coordinator_sets(tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["strategy"] == "fp16+accumulate2" and report["world_size"] == 2
     assert report["sync_steps"] == 1 and report["median_sync_step_s"] > 0
+
+
+def test_the_report_names_the_slower_rank(tmp_path):
+    run_workers(tmp_path, "none+accumulate2", port=29661, PARTAGPU_METRICS_OUTPUT="report.json",
+                PARTAGPU_RANK_REPORT_EVERY="1", DDP_SLOW_RANK="1")
+    per_rank = json.loads((tmp_path / "report.json").read_text())["per_rank"]
+    assert [r["rank"] for r in per_rank] == [0, 1] and [r["node"] for r in per_rank] == [0, 0]
+    assert per_rank[1]["forward_s"] > per_rank[0]["forward_s"] + 0.04
+    assert per_rank[1]["local_step_s"] > per_rank[0]["local_step_s"]
+    sys.path.insert(0, str(REPO / "python"))
+    from partagpu.stragglers import slowest
+
+    entry, excess, what = slowest(per_rank)
+    assert entry["rank"] == 1 and excess > 0.1 and what == "compute of a micro-step"
 
 
 def test_a_bad_strategy_fails_the_training_with_its_reason():

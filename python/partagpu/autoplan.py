@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from partagpu.planner import Plan, Prediction, Probe, StepTiming, plan
+from partagpu.stragglers import slowest
 
 PROBE_MICRO_STEPS = 8
 PROBE_TIME_LIMIT_S = 300
@@ -97,18 +98,35 @@ class Outcome:
     speedup: float
     efficiency: float
     planner_error: float
+    slowest: str | None = None  # "lab-3 (forward pass 35 % over the median)"
 
     def describe(self, chosen_plan: Plan, found: Probe) -> str:
         chosen = chosen_plan.chosen
+        slow = f"; slowest machine: {self.slowest}" if self.slowest else ""
         return (
             f"measured {self.speedup:.1f}× on {chosen.nodes} machine{'s' if chosen.nodes > 1 else ''} "
             f"(efficiency {self.efficiency:.0%}; predicted {chosen.speedup:.1f}×, planner error "
             f"{self.planner_error:.0%}) with {chosen.strategy.describe()}; allreduce bandwidth "
-            f"{found.link.bandwidth / 1e6:.0f} MB/s; throughput against one machine, weak scaling"
+            f"{found.link.bandwidth / 1e6:.0f} MB/s; throughput against one machine, weak scaling{slow}"
         )
 
 
-def measured(folder: Path, chosen_plan: Plan, found: Probe) -> Outcome | None:
+def _slowest(per_rank: object, machines_by_node: list[str]) -> str | None:
+    if not isinstance(per_rank, list) or not all(isinstance(r, dict) for r in per_rank):
+        return None
+    try:
+        found = slowest(per_rank)
+        if found is None:
+            return None
+        entry, excess, what = found
+        node = int(entry.get("node", -1))
+    except (TypeError, ValueError):
+        return None
+    name = machines_by_node[node] if 0 <= node < len(machines_by_node) else f"rank {entry.get('rank')}"
+    return f"{name} ({what} {excess:.0%} over the median)"
+
+
+def measured(folder: Path, chosen_plan: Plan, found: Probe, machines_by_node: list[str] = ()) -> Outcome | None:
     """The training's ``partagpu-metrics.json`` against the probe's one-machine step, or None
     when the script wrote none (it left through os._exit, or trained without the helper)."""
     try:
@@ -120,4 +138,6 @@ def measured(folder: Path, chosen_plan: Plan, found: Probe) -> Outcome | None:
     own = found.timings[0]
     one_machine = own.compute_s + own.optimizer_s
     speedup = chosen.nodes * chosen.strategy.accumulation * one_machine / step if step > 0 else 0.0
-    return Outcome(step, speedup, speedup / chosen.nodes, abs(chosen.sync_step_s - step) / step if step > 0 else 0.0)
+    error = abs(chosen.sync_step_s - step) / step if step > 0 else 0.0
+    return Outcome(step, speedup, speedup / chosen.nodes, error,
+                   _slowest(metrics.get("per_rank"), list(machines_by_node)))

@@ -35,6 +35,7 @@ import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 from torch.nn.parallel import DistributedDataParallel
 
+from partagpu import stragglers
 from partagpu.planner import Link, ModelShape, Probe, StepTiming, bucket_sizes
 from partagpu.strategy import ENV_VAR, Strategy
 
@@ -44,6 +45,7 @@ PROBE_FILE = "partagpu-probe.json"
 REPORT_FILE = "partagpu-metrics.json"
 METRICS_OUTPUT_ENV = "PARTAGPU_METRICS_OUTPUT"
 COLLECTIVE_TIMEOUT_ENV = "PARTAGPU_COLLECTIVE_TIMEOUT_S"
+RANK_REPORT_EVERY_ENV = "PARTAGPU_RANK_REPORT_EVERY"
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,9 @@ class Trainer:
         self.device = next(model.parameters()).device
         self.timings: list[MicroStep] = []
         self._micro = 0
+        self._syncs = 0
+        self.report_every = max(1, int(os.environ.get(RANK_REPORT_EVERY_ENV, "10")))
+        self.per_rank: list[dict] = []  # the last gather of every rank's own times
 
     def step(self, forward):
         """One micro-step; ``forward()`` returns the loss. Returns the loss (detached)."""
@@ -131,6 +136,11 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             optimizer_s = _clock(self.device) - after_backward
         self.timings.append(MicroStep(after_forward - start, after_backward - after_forward, optimizer_s, last))
+        if last and self.distributed:
+            self._syncs += 1
+            if self._syncs % self.report_every == 0:
+                # Every rank reaches the same optimizer step: a safe point for a collective.
+                self.per_rank = stragglers.gather(self.timings)
         if self.probe_steps and len(self.timings) >= self.probe_steps:
             _finish_probe_run(self)
         return loss.detach()
@@ -147,13 +157,15 @@ class Trainer:
 
     def write_report(self, path: str | None = None) -> None:
         """Rank 0's measured optimizer-step times as JSON (written at exit when
-        ``$PARTAGPU_METRICS_OUTPUT`` names the file), for the report after the job. With every rank in step, they include the wait for
-        the slowest machine and the exposed communication."""
+        ``$PARTAGPU_METRICS_OUTPUT`` names the file), for the report after the job. With every
+        rank in step they include the wait for the slowest machine and the exposed
+        communication; ``per_rank`` has each rank's own times (:mod:`partagpu.stragglers`)."""
         times = self.sync_step_times()
         if not times:
             return
         report = {"strategy": self.strategy.to_text(), "world_size": self.world_size,
-                  "sync_steps": len(times), "median_sync_step_s": statistics.median(times)}
+                  "sync_steps": len(times), "median_sync_step_s": statistics.median(times),
+                  "per_rank": self.per_rank}
         path = path or REPORT_FILE
         with open(path + ".part", "w", encoding="utf-8") as out:
             json.dump(report, out)

@@ -300,7 +300,7 @@ def _distribute_planned(spec: dict[str, Any], packed: tuple[bytes, int, str], re
     job.plan = chosen_plan
     if wait:
         follow(job, timeout, output)
-        outcome = autoplan.measured(output, chosen_plan, found)
+        outcome = autoplan.measured(output, chosen_plan, found, job.summary()["machines"])
         if outcome is None:
             _say(f"no {autoplan.METRICS_FILE} came back: the speed-up was not measured")
         else:

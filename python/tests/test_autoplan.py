@@ -75,3 +75,22 @@ def test_no_metrics_file_means_no_claim(tmp_path):
     probe_file(tmp_path)
     found = autoplan.read_probe(tmp_path, ["lab-1"] * 4)
     assert autoplan.measured(tmp_path, autoplan.choose(found), found) is None
+
+
+def test_the_report_names_the_machine_that_slows_the_steps(tmp_path):
+    probe_file(tmp_path)
+    names = ["lab-1", "lab-2", "lab-3", "lab-4"]
+    found = autoplan.read_probe(tmp_path, names)
+    chosen_plan = autoplan.choose(found)
+    per_rank = [{"rank": r, "node": r, "forward_s": 0.1, "local_step_s": 0.3} for r in range(4)]
+    per_rank[2]["local_step_s"] = 0.45
+    (tmp_path / autoplan.METRICS_FILE).write_text(json.dumps({"median_sync_step_s": 4.0, "per_rank": per_rank}))
+    outcome = autoplan.measured(tmp_path, chosen_plan, found, names)
+    assert outcome.slowest == "lab-3 (compute of a micro-step 50% over the median)"
+    assert outcome.describe(chosen_plan, found).endswith("; slowest machine: lab-3 (compute of a micro-step 50% over the median)")
+    # Within 10 % of the median nobody is named; a damaged list is ignored.
+    per_rank[2]["local_step_s"] = 0.32
+    (tmp_path / autoplan.METRICS_FILE).write_text(json.dumps({"median_sync_step_s": 4.0, "per_rank": per_rank}))
+    assert autoplan.measured(tmp_path, chosen_plan, found, names).slowest is None
+    (tmp_path / autoplan.METRICS_FILE).write_text(json.dumps({"median_sync_step_s": 4.0, "per_rank": [{"node": "x"}, 3]}))
+    assert autoplan.measured(tmp_path, chosen_plan, found, names).slowest is None
