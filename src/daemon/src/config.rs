@@ -74,6 +74,9 @@ pub struct Config {
     /// How jobs run here.
     #[serde(default)]
     pub jobs: JobsConfig,
+    /// Pausing when the owner comes back.
+    #[serde(default)]
+    pub owner: crate::owner::OwnerConfig,
     /// The room to join at the first boot (a lab image), if any.
     pub room: Option<RoomConfig>,
     /// Why `[room]` was dropped at load (the file's owner or mode), to journal at start.

@@ -18,6 +18,7 @@ pub mod fleet;
 pub mod jobs;
 pub mod journal;
 pub mod membership;
+pub mod owner;
 pub mod peer;
 pub mod probe;
 pub mod room;
@@ -314,6 +315,25 @@ pub async fn run(args: Args) -> Result<(), StartError> {
         tokio::spawn(task.run());
     }
     tokio::spawn(Arc::clone(&local).follow_policy());
+    if config.owner.auto_pause {
+        match connection
+            .object_server()
+            .interface::<_, SharingIface>(OBJECT_PATH)
+            .await
+        {
+            Ok(object) => drop(tokio::spawn(owner::run(
+                config.owner.clone(),
+                connection.clone(),
+                Arc::clone(&store),
+                args.state_dir.clone(),
+                move |paused| {
+                    let object = object.clone();
+                    async move { SharingIface::set_paused_by_service(&object, paused).await }
+                },
+            ))),
+            Err(error) => tracing::error!(%error, "the Sharing1 object is not served: no auto-pause"),
+        }
+    }
     match connection
         .object_server()
         .interface::<_, FleetIface>(OBJECT_PATH)

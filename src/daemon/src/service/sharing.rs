@@ -44,6 +44,39 @@ impl SharingIface {
         Ok(())
     }
 
+    /// Pauses or resumes for the service itself (the owner came back or left: no caller to
+    /// authorise), and signals what moved. False when the change could not be saved.
+    pub async fn set_paused_by_service(
+        object: &zbus::object_server::InterfaceRef<SharingIface>,
+        paused: bool,
+    ) -> bool {
+        let iface = object.get().await;
+        let store = Arc::clone(&iface.store);
+        let changed =
+            tokio::task::spawn_blocking(move || store.change(|p| Ok(SharingPolicy { paused, ..p.clone() })))
+                .await;
+        match changed {
+            Ok(Ok((before, after))) => {
+                tracing::info!(
+                    state = after.state().as_str(),
+                    "sharing policy changed by the owner's presence"
+                );
+                if let Err(error) = iface.emit_changes(&before, &after, object.signal_emitter()).await {
+                    tracing::debug!(%error, "cannot signal the sharing change");
+                }
+                true
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "cannot change the sharing policy");
+                false
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the sharing change was interrupted");
+                false
+            }
+        }
+    }
+
     async fn emit_changes(
         &self,
         before: &SharingPolicy,
