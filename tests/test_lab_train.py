@@ -109,6 +109,8 @@ def test_nodes_auto_predicts_before_launch_and_reports_the_measured_speedup(trai
     assert probing < predicted < training_started < measured
     assert "plain DDP" in err[predicted:] or "one machine is faster" in err[predicted:]
     assert re.search(r"measured \d+\.\d× on \d machines? \(efficiency \d+%; predicted \d+\.\d×", err), err
+    # The job's own log says it too (what partagpuctl job logs and the app show).
+    assert "/0] partagpu: predicted " in result.stdout and "/0] partagpu: measured " in result.stdout
     report = json.loads((tmp_path / "first" / "partagpu-metrics.json").read_text())
     assert report["sync_steps"] > 0 and report["median_sync_step_s"] > 0
     assert json.loads((tmp_path / "first" / "metrics.json").read_text())["epochs"][-1]["epoch"] == 2
@@ -292,24 +294,79 @@ def test_the_example_notebook_runs_in_a_real_kernel(train_lab, tmp_path):
     assert (work / "unet" / "model.pt").exists()
 
 
+def elastic_training(tmp_path, epochs):
+    """An elastic (`--min-nodes 2`) UNet training on the 3 machines, from machine 1."""
+    return training_on(1, "--nodes", "3", "--min-nodes", "2", str(TRAIN), "--epochs", str(epochs), output=tmp_path)
+
+
+def read_until_epoch(runner, epoch, epochs):
+    """Reads the training's output until rank 0 says epoch `epoch` is done (and saved)."""
+    seen = []
+    for line in runner.stdout:
+        seen.append(line)
+        if f"epoch {epoch}/{epochs}:" in line:
+            return seen
+    raise AssertionError("".join(seen)[-3000:] + runner.stderr.read()[-3000:])
+
+
+def check_every_epoch_once(tmp_path, epochs):
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    print("epochs:", [(e["epoch"], e["processes"]) for e in metrics["epochs"]])
+    assert [e["epoch"] for e in metrics["epochs"]] == list(range(1, epochs + 1))
+    assert metrics["epochs"][0]["processes"] == 3 and metrics["epochs"][-1]["processes"] == 2
+    check = run([TORCH, "-c", "import sys, torch; sys.path.insert(0, sys.argv[2]); import train; "
+                 "m = train.UNet(); m.load_state_dict(torch.load(sys.argv[1])); print('loaded')",
+                 str(tmp_path / "model.pt"), str(TRAIN.parent)], timeout=120)
+    assert check.stdout.strip() == "loaded", check.stderr
+
+
+def test_an_elastic_training_goes_on_when_an_owner_pauses_past_the_grace(train_lab, tmp_path):
+    """Machine 2 (given a 3 s grace) is paused by its owner during epoch 3: its part is
+    preempted, and machines 1 and 3 finish from the epoch-2 checkpoint."""
+    config = LAB_DIR / "m2" / "partagpu.toml"
+    original = config.read_text()
+    config.write_text(original.replace("[jobs]\n", "[jobs]\npause_grace_s = 3\n", 1))
+    lab_ok("restart", "2")
+    wait_for_the_whole_room()
+    epochs = 6
+    runner = elastic_training(tmp_path, epochs)
+    guard = threading.Timer(400, runner.kill)
+    guard.start()
+    try:
+        seen = read_until_epoch(runner, 2, epochs)
+        assert on(2, "partagpuctl", "pause").returncode == 0
+        rest, err = runner.communicate(timeout=400)
+        out = "".join(seen) + rest
+    finally:
+        guard.cancel()
+        if runner.poll() is None:
+            runner.kill()
+        on(2, "partagpuctl", "resume")
+        config.write_text(original)
+        lab_ok("restart", "2")
+    assert runner.returncode == 0, (out[-3000:], err[-3000:])
+    assert ("lab-2 (node 1) was preempted: its owner's pause outlasted the grace period; the training goes on "
+            "with 2 machine(s)") in out
+    check_every_epoch_once(tmp_path, epochs)
+    record = group_record(1)
+    assert record["state"] == "succeeded"
+    assert [p["state"] for p in sorted(record["parts"], key=lambda p: p["node_rank"])] == \
+        ["succeeded", "preempted", "succeeded"]
+    wait_for_the_whole_room()
+
+
 # Last in this module: it leaves machine 3 powered off until the lab goes down.
 def test_an_elastic_training_goes_on_without_a_machine_that_lost_power(train_lab, tmp_path):
     """`--min-nodes 2`: machine 3 loses power (link down, every process killed) during the
     third epoch; machines 1 and 2 time out on it, restart from their last checkpoint (epoch 2)
     and finish. model.pt loads and metrics.json has every epoch once."""
     epochs = 8
-    runner = training_on(1, "--nodes", "3", "--min-nodes", "2", str(TRAIN), "--epochs", str(epochs),
-                         output=tmp_path)
+    runner = elastic_training(tmp_path, epochs)
     # The workspaces are tmpfs inside the sandboxes: the output says when epoch 2 is saved.
     guard = threading.Timer(400, runner.kill)
     guard.start()
-    seen = []
     try:
-        for line in runner.stdout:
-            seen.append(line)
-            if f"epoch 2/{epochs}:" in line:
-                break
-        assert seen and f"epoch 2/{epochs}:" in seen[-1], "".join(seen)[-3000:] + runner.stderr.read()[-3000:]
+        seen = read_until_epoch(runner, 2, epochs)
         time.sleep(1)  # into epoch 3
         killed = lab("kill", "3", timeout=60)
         assert killed.returncode == 0, killed.stderr
@@ -325,15 +382,7 @@ def test_an_elastic_training_goes_on_without_a_machine_that_lost_power(train_lab
     assert "lab-3 (node 2) vanished: the machine went offline; the training goes on with 2 machine(s)" in out
     assert "resuming after epoch" in out
     assert "succeeded on lab-1, lab-2, lab-3 (lab-3 lost on the way)" in err, err[-2000:]
-    metrics = json.loads((tmp_path / "metrics.json").read_text())
-    done = [e["epoch"] for e in metrics["epochs"]]
-    print("epochs:", [(e["epoch"], e["processes"]) for e in metrics["epochs"]])
-    assert done == list(range(1, epochs + 1))
-    assert metrics["epochs"][0]["processes"] == 3 and metrics["epochs"][-1]["processes"] == 2
-    check = run([TORCH, "-c", "import sys, torch; sys.path.insert(0, sys.argv[2]); import train; "
-                 "m = train.UNet(); m.load_state_dict(torch.load(sys.argv[1])); print('loaded')",
-                 str(tmp_path / "model.pt"), str(TRAIN.parent)], timeout=120)
-    assert check.stdout.strip() == "loaded", check.stderr
+    check_every_epoch_once(tmp_path, epochs)
     record = group_record(1)
     assert record["state"] == "succeeded"
     assert [p["state"] for p in sorted(record["parts"], key=lambda p: p["node_rank"])] == \

@@ -82,6 +82,31 @@ def read_probe(folder: Path, machines_by_node: list[str]) -> Probe:
     return Probe(found.shape, tuple(named), found.link)
 
 
+def plan_env(chosen_plan: Plan, found: Probe) -> dict[str, str]:
+    """What the training's rank 0 needs to print the prediction and the measured speed-up
+    in the job's own log, where `partagpuctl job logs` and the app show them."""
+    own = found.timings[0]
+    return {
+        "PARTAGPU_PLAN": chosen_plan.summary(),
+        "PARTAGPU_PLAN_SPEEDUP": f"{chosen_plan.chosen.speedup:.4f}",
+        "PARTAGPU_BASELINE_STEP_S": f"{own.compute_s + own.optimizer_s:.6f}",
+    }
+
+
+def in_job_report(median_sync_step_s: float, processes: int, accumulation: int, env: dict[str, str]) -> str | None:
+    """The line rank 0 prints at the end of a planned training, or None without a plan."""
+    try:
+        baseline = float(env["PARTAGPU_BASELINE_STEP_S"])
+        predicted = float(env["PARTAGPU_PLAN_SPEEDUP"])
+    except (KeyError, ValueError):
+        return None
+    if median_sync_step_s <= 0 or processes < 1:
+        return None
+    speedup = processes * accumulation * baseline / median_sync_step_s
+    return (f"partagpu: measured {speedup:.1f}× with {processes} process{'es' if processes > 1 else ''} "
+            f"(efficiency {speedup / processes:.0%}; predicted {predicted:.1f}×), throughput against one machine")
+
+
 def choose(found: Probe, max_nodes: int | None = None) -> Plan:
     return plan(found.shape, list(found.timings), found.link, max_nodes=max_nodes)
 

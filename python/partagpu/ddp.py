@@ -35,7 +35,7 @@ import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 from torch.nn.parallel import DistributedDataParallel
 
-from partagpu import stragglers
+from partagpu import autoplan, stragglers
 from partagpu.planner import Link, ModelShape, Probe, StepTiming, bucket_sizes
 from partagpu.strategy import ENV_VAR, Strategy
 
@@ -170,6 +170,10 @@ class Trainer:
         with open(path + ".part", "w", encoding="utf-8") as out:
             json.dump(report, out)
         os.replace(path + ".part", path)
+        line = autoplan.in_job_report(report["median_sync_step_s"], self.world_size, self.strategy.accumulation,
+                                      dict(os.environ))
+        if line:
+            print(line, flush=True)
 
     def step_timing(self, machine: str, skip: int = 3) -> StepTiming:
         """Medians of the micro-steps after the first ``skip`` (warm-up), for the planner."""
@@ -197,9 +201,13 @@ def wrap(model, optimizer, strategy: Strategy | str | None = None, *, local: boo
         # Each machine alone, plain gradients: the planner predicts every strategy from that.
         return Trainer(model, optimizer, Strategy(), local=True, probe_steps=max(4, int(probe_steps)))
     trainer = Trainer(model, optimizer, strategy or strategy_from_env(), local=local, **ddp_args)
-    if trainer.distributed and dist.get_rank() == 0 and os.environ.get(METRICS_OUTPUT_ENV):
-        # Asked for by distribute(nodes="auto"): the measured steps, for its report.
-        atexit.register(trainer.write_report, os.environ[METRICS_OUTPUT_ENV])
+    if trainer.distributed and dist.get_rank() == 0:
+        if os.environ.get("PARTAGPU_PLAN"):
+            # In the job's log too, where partagpuctl job logs and the app show it.
+            print(f"partagpu: {os.environ['PARTAGPU_PLAN']}", flush=True)
+        if os.environ.get(METRICS_OUTPUT_ENV):
+            # Asked for by distribute(nodes="auto"): the measured steps, for its report.
+            atexit.register(trainer.write_report, os.environ[METRICS_OUTPUT_ENV])
     return trainer
 
 

@@ -293,7 +293,7 @@ def _distribute_planned(spec: dict[str, Any], packed: tuple[bytes, int, str], re
         _say(f"warning: {warning}")
     chosen = chosen_plan.chosen
     env = dict(spec["env"], PARTAGPU_DDP_STRATEGY=chosen.strategy.to_text(),
-               PARTAGPU_METRICS_OUTPUT=autoplan.METRICS_FILE)
+               PARTAGPU_METRICS_OUTPUT=autoplan.METRICS_FILE, **autoplan.plan_env(chosen_plan, found))
     artifacts = list(dict.fromkeys([*spec["artifacts"], autoplan.METRICS_FILE]))
     job = _launch(dict(spec, env=env, artifacts=artifacts), packed[0], ",".join(autoplan.chosen_machines(chosen)),
                   remote)

@@ -94,3 +94,16 @@ def test_the_report_names_the_machine_that_slows_the_steps(tmp_path):
     assert autoplan.measured(tmp_path, chosen_plan, found, names).slowest is None
     (tmp_path / autoplan.METRICS_FILE).write_text(json.dumps({"median_sync_step_s": 4.0, "per_rank": [{"node": "x"}, 3]}))
     assert autoplan.measured(tmp_path, chosen_plan, found, names).slowest is None
+
+
+def test_the_training_prints_the_plan_and_its_measure_in_its_own_log(tmp_path):
+    probe_file(tmp_path)
+    found = autoplan.read_probe(tmp_path, ["lab-1", "lab-2", "lab-3", "lab-4"])
+    chosen_plan = autoplan.choose(found)
+    env = autoplan.plan_env(chosen_plan, found)
+    assert env["PARTAGPU_PLAN"].startswith("predicted ")
+    k = chosen_plan.chosen.strategy.accumulation
+    line = autoplan.in_job_report(k * 0.5, 4, k, env)
+    assert line.startswith("partagpu: measured 3.2× with 4 processes (efficiency 80%; predicted ")
+    assert autoplan.in_job_report(1.0, 4, k, {}) is None
+    assert autoplan.in_job_report(0.0, 4, k, env) is None

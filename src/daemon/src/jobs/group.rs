@@ -325,6 +325,9 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
                     }
                 }
             }
+            if failure.is_none() && losses.elastic() {
+                failure = preempted_parts(&mut losses, &states, &dir, group.handle());
+            }
             failure = failure.or_else(|| first_failure(&shared, &states, &losses));
         }
         if (failure.is_some() || stop.is_some()) && !stop_sent {
@@ -392,6 +395,31 @@ fn vanished(
         })
         .map(|(part, _, _)| part.clone())
         .collect()
+}
+
+/// An elastic training leaves behind the parts preempted by their owner's pause (it goes
+/// on with the others, as after a lost machine); the reason to end it, if it must end.
+fn preempted_parts(
+    losses: &mut elastic::Losses,
+    states: &[(JobPart, JobState, Option<String>)],
+    dir: &std::path::Path,
+    handle: &str,
+) -> Option<String> {
+    let preempted: Vec<JobPart> = states
+        .iter()
+        .filter(|(p, s, _)| *s == JobState::Preempted && !losses.is_lost(&p.job))
+        .map(|(p, _, _)| p.clone())
+        .collect();
+    for part in preempted {
+        match losses.preempted(&part, states) {
+            elastic::Verdict::GoesOn(line) => {
+                tracing::warn!(group = handle, part = part.job, "{}", line.trim_end());
+                let _ = append_log(dir, line.as_bytes());
+            }
+            elastic::Verdict::Ends(why) => return Some(why),
+        }
+    }
+    None
 }
 
 /// Nodes of unfinished parts that are offline now.

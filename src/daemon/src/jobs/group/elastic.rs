@@ -36,6 +36,12 @@ impl Losses {
         }
     }
 
+    /// Whether the training is elastic.
+    #[must_use]
+    pub fn elastic(&self) -> bool {
+        self.min_nodes.is_some()
+    }
+
     /// Whether the part (by its job handle) was given up on.
     #[must_use]
     pub fn is_lost(&self, job: &str) -> bool {
@@ -44,14 +50,27 @@ impl Losses {
 
     /// `part` vanished (its machine went offline while it ran); `states` are all the parts'.
     pub fn vanished(&mut self, part: &JobPart, states: &[(JobPart, JobState, Option<String>)]) -> Verdict {
-        let what = format!("{} (node {}) vanished", part.node_name, part.node_rank);
+        self.left(part, states, "vanished", "the machine went offline")
+    }
+
+    /// `part` was preempted: its owner's pause outlasted the grace period.
+    pub fn preempted(&mut self, part: &JobPart, states: &[(JobPart, JobState, Option<String>)]) -> Verdict {
+        self.left(part, states, "was preempted", "its owner's pause outlasted the grace period")
+    }
+
+    fn left(
+        &mut self,
+        part: &JobPart,
+        states: &[(JobPart, JobState, Option<String>)],
+        what: &str,
+        why: &str,
+    ) -> Verdict {
+        let what = format!("{} (node {}) {what}", part.node_name, part.node_rank);
         let Some(min) = self.min_nodes else {
-            return Verdict::Ends(format!("{what}: the machine went offline"));
+            return Verdict::Ends(format!("{what}: {why}"));
         };
         if part.node_rank == 0 {
-            return Verdict::Ends(format!(
-                "{what}: the machine went offline, and it held the training's rendezvous"
-            ));
+            return Verdict::Ends(format!("{what}: {why}, and it held the training's rendezvous"));
         }
         let remaining = states
             .iter()
@@ -59,12 +78,12 @@ impl Losses {
             .count();
         if remaining < min as usize {
             return Verdict::Ends(format!(
-                "{what}: the machine went offline, and {remaining} machine(s) are left of the {min} the training needs"
+                "{what}: {why}, and {remaining} machine(s) are left of the {min} the training needs"
             ));
         }
         self.lost.insert(part.job.clone());
         Verdict::GoesOn(format!(
-            "[partagpu] {what}: the machine went offline; the training goes on with {remaining} machine(s) from its last checkpoint\n"
+            "[partagpu] {what}: {why}; the training goes on with {remaining} machine(s) from its last checkpoint\n"
         ))
     }
 
@@ -131,6 +150,21 @@ mod tests {
             panic!("below the minimum the training ends");
         };
         assert!(why.contains("1 machine(s) are left of the 2"), "{why}");
+    }
+
+    #[test]
+    fn a_preempted_part_is_left_behind_like_a_lost_one() {
+        let mut states = vec![part(0), part(1), part(2)];
+        states[1].1 = JobState::Preempted;
+        let mut losses = Losses::new(Some(2));
+        let Verdict::GoesOn(line) = losses.preempted(&states[1].0, &states) else {
+            panic!("two machines remain");
+        };
+        assert!(line.contains("lab-2 (node 1) was preempted: its owner's pause outlasted the grace period"));
+        losses.mark(&mut states);
+        assert_eq!(states[1].1, JobState::Preempted, "a terminal state is kept");
+        let not_elastic = Losses::new(None).preempted(&states[1].0, &states);
+        assert!(matches!(not_elastic, Verdict::Ends(_)));
     }
 
     #[test]
