@@ -4,7 +4,8 @@
 In the training script::
 
     import partagpu.ddp
-    trainer = partagpu.ddp.wrap(model, optimizer)   # after init_process_group
+    partagpu.ddp.init_process_group()                # nccl or gloo, and its timeout
+    trainer = partagpu.ddp.wrap(model, optimizer)
     for x, y in loader:
         loss = trainer.step(lambda: loss_fn(trainer.model(x), y))
 
