@@ -55,7 +55,12 @@ impl Losses {
 
     /// `part` was preempted: its owner's pause outlasted the grace period.
     pub fn preempted(&mut self, part: &JobPart, states: &[(JobPart, JobState, Option<String>)]) -> Verdict {
-        self.left(part, states, "was preempted", "its owner's pause outlasted the grace period")
+        self.left(
+            part,
+            states,
+            "was preempted",
+            "its owner's pause outlasted the grace period",
+        )
     }
 
     fn left(
