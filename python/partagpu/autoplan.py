@@ -25,17 +25,25 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from partagpu.planner import Plan, Prediction, Probe, StepTiming, plan
+from partagpu.planner import Plan, Prediction, Probe, StepTiming, plan, speedup
+from partagpu.strategy import ENV_VAR
 from partagpu.stragglers import slowest
 
 PROBE_MICRO_STEPS = 8
 PROBE_TIME_LIMIT_S = 300
 PROBE_FILE = "partagpu-probe.json"
 METRICS_FILE = "partagpu-metrics.json"
+# What the client and the training (partagpu.ddp) tell each other through the environment.
+PROBE_ENV = "PARTAGPU_PROBE"  # "8": a probe run of 8 micro-steps
+PROBE_OUTPUT_ENV = "PARTAGPU_PROBE_OUTPUT"
+METRICS_OUTPUT_ENV = "PARTAGPU_METRICS_OUTPUT"
+PLAN_ENV = "PARTAGPU_PLAN"
+PLAN_SPEEDUP_ENV = "PARTAGPU_PLAN_SPEEDUP"
+BASELINE_STEP_ENV = "PARTAGPU_BASELINE_STEP_S"
 
 
 def probe_env(env: dict[str, str]) -> dict[str, str]:
-    return {**env, "PARTAGPU_PROBE": str(PROBE_MICRO_STEPS)}
+    return {**env, PROBE_ENV: str(PROBE_MICRO_STEPS)}
 
 
 def cache_dir() -> Path:
@@ -83,28 +91,30 @@ def read_probe(folder: Path, machines_by_node: list[str]) -> Probe:
 
 
 def plan_env(chosen_plan: Plan, found: Probe) -> dict[str, str]:
-    """What the training's rank 0 needs to print the prediction and the measured speed-up
-    in the job's own log, where `partagpuctl job logs` and the app show them."""
-    own = found.timings[0]
+    """What the planned training needs: its strategy, where rank 0 writes its step times,
+    and what it prints in the job's own log (the prediction, then the measured speed-up),
+    where `partagpuctl job logs` and the app show them."""
     return {
-        "PARTAGPU_PLAN": chosen_plan.summary(),
-        "PARTAGPU_PLAN_SPEEDUP": f"{chosen_plan.chosen.speedup:.4f}",
-        "PARTAGPU_BASELINE_STEP_S": f"{own.compute_s + own.optimizer_s:.6f}",
+        ENV_VAR: chosen_plan.chosen.strategy.to_text(),
+        METRICS_OUTPUT_ENV: METRICS_FILE,
+        PLAN_ENV: chosen_plan.summary(),
+        PLAN_SPEEDUP_ENV: f"{chosen_plan.chosen.speedup:.4f}",
+        BASELINE_STEP_ENV: f"{found.timings[0].step_s:.6f}",
     }
 
 
 def in_job_report(median_sync_step_s: float, processes: int, accumulation: int, env: dict[str, str]) -> str | None:
     """The line rank 0 prints at the end of a planned training, or None without a plan."""
     try:
-        baseline = float(env["PARTAGPU_BASELINE_STEP_S"])
-        predicted = float(env["PARTAGPU_PLAN_SPEEDUP"])
+        baseline = float(env[BASELINE_STEP_ENV])
+        predicted = float(env[PLAN_SPEEDUP_ENV])
     except (KeyError, ValueError):
         return None
     if median_sync_step_s <= 0 or processes < 1:
         return None
-    speedup = processes * accumulation * baseline / median_sync_step_s
-    return (f"partagpu: measured {speedup:.1f}× with {processes} process{'es' if processes > 1 else ''} "
-            f"(efficiency {speedup / processes:.0%}; predicted {predicted:.1f}×), throughput against one machine")
+    gain = speedup(processes, accumulation, baseline, median_sync_step_s)
+    return (f"partagpu: measured {gain:.1f}× with {processes} process{'es' if processes > 1 else ''} "
+            f"(efficiency {gain / processes:.0%}; predicted {predicted:.1f}×), throughput against one machine")
 
 
 def choose(found: Probe, max_nodes: int | None = None) -> Plan:
@@ -160,9 +170,8 @@ def measured(folder: Path, chosen_plan: Plan, found: Probe, machines_by_node: li
     except (OSError, ValueError, KeyError, TypeError):
         return None
     chosen = chosen_plan.chosen
-    own = found.timings[0]
-    one_machine = own.compute_s + own.optimizer_s
-    speedup = chosen.nodes * chosen.strategy.accumulation * one_machine / step if step > 0 else 0.0
-    error = abs(chosen.sync_step_s - step) / step if step > 0 else 0.0
-    return Outcome(step, speedup, speedup / chosen.nodes, error,
+    if step <= 0:
+        return Outcome(step, 0.0, 0.0, 0.0, _slowest(metrics.get("per_rank"), list(machines_by_node)))
+    gain = speedup(chosen.nodes, chosen.strategy.accumulation, found.timings[0].step_s, step)
+    return Outcome(step, gain, gain / chosen.nodes, abs(chosen.sync_step_s - step) / step,
                    _slowest(metrics.get("per_rank"), list(machines_by_node)))

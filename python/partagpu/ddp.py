@@ -40,11 +40,6 @@ from partagpu import autoplan, stragglers
 from partagpu.planner import Link, ModelShape, Probe, StepTiming, bucket_sizes
 from partagpu.strategy import ENV_VAR, Strategy
 
-PROBE_ENV = "PARTAGPU_PROBE"  # "8": a probe run of 8 micro-steps (distribute(nodes="auto"))
-PROBE_OUTPUT_ENV = "PARTAGPU_PROBE_OUTPUT"
-PROBE_FILE = "partagpu-probe.json"
-REPORT_FILE = "partagpu-metrics.json"
-METRICS_OUTPUT_ENV = "PARTAGPU_METRICS_OUTPUT"
 COLLECTIVE_TIMEOUT_ENV = "PARTAGPU_COLLECTIVE_TIMEOUT_S"
 RANK_REPORT_EVERY_ENV = "PARTAGPU_RANK_REPORT_EVERY"
 
@@ -167,7 +162,7 @@ class Trainer:
         report = {"strategy": self.strategy.to_text(), "world_size": self.world_size,
                   "sync_steps": len(times), "median_sync_step_s": statistics.median(times),
                   "per_rank": self.per_rank}
-        path = path or REPORT_FILE
+        path = path or autoplan.METRICS_FILE
         with open(path + ".part", "w", encoding="utf-8") as out:
             json.dump(report, out)
         os.replace(path + ".part", path)
@@ -197,18 +192,18 @@ def wrap(model, optimizer, strategy: Strategy | str | None = None, *, local: boo
     ``local=True`` leaves DDP out (timing this machine alone); ``ddp_args`` go to DDP."""
     if isinstance(strategy, str):
         strategy = Strategy.from_text(strategy)
-    probe_steps = os.environ.get(PROBE_ENV, "")
+    probe_steps = os.environ.get(autoplan.PROBE_ENV, "")
     if probe_steps and dist.is_available() and dist.is_initialized():
         # Each machine alone, plain gradients: the planner predicts every strategy from that.
         return Trainer(model, optimizer, Strategy(), local=True, probe_steps=max(4, int(probe_steps)))
     trainer = Trainer(model, optimizer, strategy or strategy_from_env(), local=local, **ddp_args)
     if trainer.distributed and dist.get_rank() == 0:
-        if os.environ.get("PARTAGPU_PLAN"):
+        if os.environ.get(autoplan.PLAN_ENV):
             # In the job's log too, where partagpuctl job logs and the app show it.
-            print(f"partagpu: {os.environ['PARTAGPU_PLAN']}", flush=True)
-        if os.environ.get(METRICS_OUTPUT_ENV):
+            print(f"partagpu: {os.environ[autoplan.PLAN_ENV]}", flush=True)
+        if os.environ.get(autoplan.METRICS_OUTPUT_ENV):
             # Asked for by distribute(nodes="auto"): the measured steps, for its report.
-            atexit.register(trainer.write_report, os.environ[METRICS_OUTPUT_ENV])
+            atexit.register(trainer.write_report, os.environ[autoplan.METRICS_OUTPUT_ENV])
     return trainer
 
 
@@ -288,7 +283,7 @@ def _finish_probe_run(trainer: Trainer) -> None:
     # torchrun names the node: the client maps it to the machine of that node rank.
     found = _gather_probe(trainer, f"node {os.environ.get('GROUP_RANK', dist.get_rank())}")
     if dist.get_rank() == 0:
-        path = os.environ.get(PROBE_OUTPUT_ENV, PROBE_FILE)
+        path = os.environ.get(autoplan.PROBE_OUTPUT_ENV, autoplan.PROBE_FILE)
         with open(path + ".part", "w", encoding="utf-8") as out:
             json.dump(found.to_json(), out)
         os.replace(path + ".part", path)

@@ -240,11 +240,7 @@ def distribute(script: str | os.PathLike[str], *args: str,
     remote = _room_for(room)
     if nodes == "auto":
         return _distribute_planned(spec, packed, remote, wait, timeout, root if output is None else Path(output))
-    if remote is None:
-        job = _send("Distribute", spec, packed[0], nodes_argument(nodes), SUBMIT_TIMEOUT_S)
-    else:
-        job = remote.distribute(spec, packed[0], nodes_argument(nodes))
-        _say(f"{remote.describe()} coordinates job {job.handle}")
+    job = _launch(spec, packed[0], nodes_argument(nodes), remote)
     if wait:
         follow(job, timeout, root if output is None else output)
     return job
@@ -292,8 +288,7 @@ def _distribute_planned(spec: dict[str, Any], packed: tuple[bytes, int, str], re
     for warning in chosen_plan.warnings:
         _say(f"warning: {warning}")
     chosen = chosen_plan.chosen
-    env = dict(spec["env"], PARTAGPU_DDP_STRATEGY=chosen.strategy.to_text(),
-               PARTAGPU_METRICS_OUTPUT=autoplan.METRICS_FILE, **autoplan.plan_env(chosen_plan, found))
+    env = dict(spec["env"], **autoplan.plan_env(chosen_plan, found))
     artifacts = list(dict.fromkeys([*spec["artifacts"], autoplan.METRICS_FILE]))
     job = _launch(dict(spec, env=env, artifacts=artifacts), packed[0], ",".join(autoplan.chosen_machines(chosen)),
                   remote)

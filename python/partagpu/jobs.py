@@ -146,7 +146,12 @@ class Job:
 
     ``record`` is the last record read (``refresh`` or ``status`` read it again);
     ``artifacts`` lists the record's artifacts, each with a ``path`` once fetched.
+    A training of ``distribute(nodes="auto")`` has its ``plan`` and, once measured, its
+    ``outcome``; any other job has None for both.
     """
+
+    plan: Any = None
+    outcome: Any = None
 
     def __init__(self, handle: str, record: dict[str, Any] | None = None,
                  timeout: float = 30.0, *, transport: JobTransport | None = None) -> None:

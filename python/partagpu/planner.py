@@ -39,6 +39,11 @@ class StepTiming:
     def compute_s(self) -> float:
         return self.forward_s + self.backward_s
 
+    @property
+    def step_s(self) -> float:
+        """One plain step alone: what a training on this machine only would take."""
+        return self.compute_s + self.optimizer_s
+
 
 @dataclass(frozen=True)
 class Link:
@@ -159,8 +164,6 @@ def predict(shape: ModelShape, timings: list[StepTiming], link: Link, strategy: 
     """The α–β model of docs/performance.md for these machines (the first is the submitter's)."""
     n = len(timings)
     k = strategy.accumulation
-    own = timings[0]
-    single_step = own.compute_s + own.optimizer_s
     slowest = max(t.compute_s for t in timings)
     slowest_backward = max(t.backward_s for t in timings)
     jitter = max(t.jitter_s for t in timings) * math.sqrt(2 * math.log(n)) if n > 1 else 0.0
@@ -175,8 +178,14 @@ def predict(shape: ModelShape, timings: list[StepTiming], link: Link, strategy: 
         # Only the last micro-step's backward overlaps the allreduce (no_sync before it).
         exposed = max(comm / buckets, comm - slowest_backward * (1 - 1 / buckets))
     sync = k * slowest + jitter + exposed + optimizer
-    speedup = n * k * single_step / sync
-    return Prediction(tuple(t.machine for t in timings), strategy, sync, comm, exposed, speedup, speedup / n)
+    gain = speedup(n, k, timings[0].step_s, sync)
+    return Prediction(tuple(t.machine for t in timings), strategy, sync, comm, exposed, gain, gain / n)
+
+
+def speedup(processes: int, accumulation: int, one_machine_step_s: float, sync_step_s: float) -> float:
+    """Throughput against one machine: `processes` each doing `accumulation` micro-steps per
+    optimizer step of `sync_step_s`, against one plain step of `one_machine_step_s`."""
+    return processes * accumulation * one_machine_step_s / sync_step_s
 
 
 def usable_machines(timings: list[StepTiming]) -> tuple[list[StepTiming], list[str]]:
