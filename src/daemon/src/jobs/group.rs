@@ -313,21 +313,21 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
             serde_json::to_vec(&offsets).unwrap_or_default(),
         );
         if failure.is_none() {
-            for part in vanished(&peer, &shared.node_id, &states, &losses) {
-                match losses.vanished(&part, &states) {
-                    elastic::Verdict::GoesOn(line) => {
-                        tracing::warn!(group = group.handle(), part = part.job, "{}", line.trim_end());
-                        let _ = append_log(&dir, line.as_bytes());
-                    }
-                    elastic::Verdict::Ends(why) => {
-                        failure = Some(why);
-                        break;
-                    }
-                }
+            let mut departed: Vec<(JobPart, elastic::Departure)> =
+                vanished(&peer, &shared.node_id, &states, &losses)
+                    .into_iter()
+                    .map(|part| (part, elastic::Departure::Vanished))
+                    .collect();
+            if losses.elastic() {
+                // Without elasticity a preempted part is a failure like any other (below).
+                departed.extend(
+                    states
+                        .iter()
+                        .filter(|(p, s, _)| *s == JobState::Preempted && !losses.is_lost(&p.job))
+                        .map(|(p, _, _)| (p.clone(), elastic::Departure::Preempted)),
+                );
             }
-            if failure.is_none() && losses.elastic() {
-                failure = preempted_parts(&mut losses, &states, &dir, group.handle());
-            }
+            failure = leave_behind(&mut losses, departed, &states, &dir, group.handle());
             failure = failure.or_else(|| first_failure(&shared, &states, &losses));
         }
         if (failure.is_some() || stop.is_some()) && !stop_sent {
@@ -397,21 +397,17 @@ fn vanished(
         .collect()
 }
 
-/// An elastic training leaves behind the parts preempted by their owner's pause (it goes
-/// on with the others, as after a lost machine); the reason to end it, if it must end.
-fn preempted_parts(
+/// Parts that left: an elastic training goes on without them while it can (said in its log);
+/// otherwise the reason it must end.
+fn leave_behind(
     losses: &mut elastic::Losses,
+    departed: Vec<(JobPart, elastic::Departure)>,
     states: &[(JobPart, JobState, Option<String>)],
     dir: &std::path::Path,
     handle: &str,
 ) -> Option<String> {
-    let preempted: Vec<JobPart> = states
-        .iter()
-        .filter(|(p, s, _)| *s == JobState::Preempted && !losses.is_lost(&p.job))
-        .map(|(p, _, _)| p.clone())
-        .collect();
-    for part in preempted {
-        match losses.preempted(&part, states) {
+    for (part, how) in departed {
+        match losses.left(&part, states, how) {
             elastic::Verdict::GoesOn(line) => {
                 tracing::warn!(group = handle, part = part.job, "{}", line.trim_end());
                 let _ = append_log(dir, line.as_bytes());

@@ -17,7 +17,16 @@ pub struct Losses {
     lost: BTreeSet<String>,
 }
 
-/// What became of a vanished part.
+/// How a part left the training before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Departure {
+    /// Its machine went offline while it ran.
+    Vanished,
+    /// Its owner's pause outlasted the grace period.
+    Preempted,
+}
+
+/// What became of a part that left.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// The training goes on; the line to write in its log.
@@ -48,28 +57,17 @@ impl Losses {
         self.lost.contains(job)
     }
 
-    /// `part` vanished (its machine went offline while it ran); `states` are all the parts'.
-    pub fn vanished(&mut self, part: &JobPart, states: &[(JobPart, JobState, Option<String>)]) -> Verdict {
-        self.left(part, states, "vanished", "the machine went offline")
-    }
-
-    /// `part` was preempted: its owner's pause outlasted the grace period.
-    pub fn preempted(&mut self, part: &JobPart, states: &[(JobPart, JobState, Option<String>)]) -> Verdict {
-        self.left(
-            part,
-            states,
-            "was preempted",
-            "its owner's pause outlasted the grace period",
-        )
-    }
-
-    fn left(
+    /// `part` left the training (`how`); `states` are all the parts'.
+    pub fn left(
         &mut self,
         part: &JobPart,
         states: &[(JobPart, JobState, Option<String>)],
-        what: &str,
-        why: &str,
+        how: Departure,
     ) -> Verdict {
+        let (what, why) = match how {
+            Departure::Vanished => ("vanished", "the machine went offline"),
+            Departure::Preempted => ("was preempted", "its owner's pause outlasted the grace period"),
+        };
         let what = format!("{} (node {}) {what}", part.node_name, part.node_rank);
         let Some(min) = self.min_nodes else {
             return Verdict::Ends(format!("{what}: {why}"));
@@ -122,7 +120,7 @@ mod tests {
     #[test]
     fn a_training_that_is_not_elastic_ends_with_the_first_loss() {
         let states = vec![part(0), part(1), part(2)];
-        let verdict = Losses::new(None).vanished(&states[2].0, &states);
+        let verdict = Losses::new(None).left(&states[2].0, &states, Departure::Vanished);
         assert_eq!(
             verdict,
             Verdict::Ends("lab-3 (node 2) vanished: the machine went offline".into())
@@ -133,12 +131,12 @@ mod tests {
     fn an_elastic_one_goes_on_down_to_its_minimum_then_ends() {
         let mut states = vec![part(0), part(1), part(2)];
         let mut losses = Losses::new(Some(1));
-        let Verdict::GoesOn(line) = losses.vanished(&states[2].0, &states) else {
+        let Verdict::GoesOn(line) = losses.left(&states[2].0, &states, Departure::Vanished) else {
             panic!("a 3-machine training of at least 1 should go on");
         };
         assert!(line.contains("lab-3 (node 2) vanished") && line.contains("goes on with 2 machine(s)"));
         assert!(losses.is_lost("part-2"));
-        let Verdict::GoesOn(_) = losses.vanished(&states[1].0, &states) else {
+        let Verdict::GoesOn(_) = losses.left(&states[1].0, &states, Departure::Vanished) else {
             panic!("one machine is still enough");
         };
         losses.mark(&mut states);
@@ -148,10 +146,10 @@ mod tests {
         let states = vec![part(0), part(1), part(2)];
         let mut strict = Losses::new(Some(2));
         assert!(matches!(
-            strict.vanished(&states[2].0, &states),
+            strict.left(&states[2].0, &states, Departure::Vanished),
             Verdict::GoesOn(_)
         ));
-        let Verdict::Ends(why) = strict.vanished(&states[1].0, &states) else {
+        let Verdict::Ends(why) = strict.left(&states[1].0, &states, Departure::Vanished) else {
             panic!("below the minimum the training ends");
         };
         assert!(why.contains("1 machine(s) are left of the 2"), "{why}");
@@ -162,20 +160,20 @@ mod tests {
         let mut states = vec![part(0), part(1), part(2)];
         states[1].1 = JobState::Preempted;
         let mut losses = Losses::new(Some(2));
-        let Verdict::GoesOn(line) = losses.preempted(&states[1].0, &states) else {
+        let Verdict::GoesOn(line) = losses.left(&states[1].0, &states, Departure::Preempted) else {
             panic!("two machines remain");
         };
         assert!(line.contains("lab-2 (node 1) was preempted: its owner's pause outlasted the grace period"));
         losses.mark(&mut states);
         assert_eq!(states[1].1, JobState::Preempted, "a terminal state is kept");
-        let not_elastic = Losses::new(None).preempted(&states[1].0, &states);
+        let not_elastic = Losses::new(None).left(&states[1].0, &states, Departure::Preempted);
         assert!(matches!(not_elastic, Verdict::Ends(_)));
     }
 
     #[test]
     fn losing_rank_zero_ends_even_an_elastic_training() {
         let states = vec![part(0), part(1), part(2)];
-        let Verdict::Ends(why) = Losses::new(Some(1)).vanished(&states[0].0, &states) else {
+        let Verdict::Ends(why) = Losses::new(Some(1)).left(&states[0].0, &states, Departure::Vanished) else {
             panic!("rank 0 holds the store");
         };
         assert!(why.contains("held the training's rendezvous"));
