@@ -299,14 +299,32 @@ def elastic_training(tmp_path, epochs):
     return training_on(1, "--nodes", "3", "--min-nodes", "2", str(TRAIN), "--epochs", str(epochs), output=tmp_path)
 
 
-def read_until_epoch(runner, epoch, epochs):
-    """Reads the training's output until rank 0 says epoch `epoch` is done (and saved)."""
-    seen = []
-    for line in runner.stdout:
-        seen.append(line)
-        if f"epoch {epoch}/{epochs}:" in line:
-            return seen
-    raise AssertionError("".join(seen)[-3000:] + runner.stderr.read()[-3000:])
+def interrupted_elastic_training(tmp_path, epochs, interrupt):
+    """Runs `elastic_training`, calls `interrupt()` once rank 0 says epoch 2 is done (and
+    saved: the workspaces are tmpfs inside the sandboxes, so the output is what tells), and
+    returns (exit status, stdout, stderr) of the whole run."""
+    runner = elastic_training(tmp_path, epochs)
+    guard = threading.Timer(400, runner.kill)
+    guard.start()
+    try:
+        seen = []
+        for line in runner.stdout:
+            seen.append(line)
+            if f"epoch 2/{epochs}:" in line:
+                break
+        else:
+            raise AssertionError("".join(seen)[-3000:] + runner.stderr.read()[-3000:])
+        interrupt()
+        rest, err = runner.communicate(timeout=400)
+        return runner.returncode, "".join(seen) + rest, err
+    finally:
+        guard.cancel()
+        if runner.poll() is None:
+            runner.kill()
+
+
+def part_states(record):
+    return [p["state"] for p in sorted(record["parts"], key=lambda p: p["node_rank"])]
 
 
 def check_every_epoch_once(tmp_path, epochs):
@@ -329,29 +347,23 @@ def test_an_elastic_training_goes_on_when_an_owner_pauses_past_the_grace(train_l
     lab_ok("restart", "2")
     wait_for_the_whole_room()
     epochs = 6
-    runner = elastic_training(tmp_path, epochs)
-    guard = threading.Timer(400, runner.kill)
-    guard.start()
-    try:
-        seen = read_until_epoch(runner, 2, epochs)
+
+    def owner_pauses():
         assert on(2, "partagpuctl", "pause").returncode == 0
-        rest, err = runner.communicate(timeout=400)
-        out = "".join(seen) + rest
+
+    try:
+        returncode, out, err = interrupted_elastic_training(tmp_path, epochs, owner_pauses)
     finally:
-        guard.cancel()
-        if runner.poll() is None:
-            runner.kill()
         on(2, "partagpuctl", "resume")
         config.write_text(original)
         lab_ok("restart", "2")
-    assert runner.returncode == 0, (out[-3000:], err[-3000:])
+    assert returncode == 0, (out[-3000:], err[-3000:])
     assert ("lab-2 (node 1) was preempted: its owner's pause outlasted the grace period; the training goes on "
             "with 2 machine(s)") in out
     check_every_epoch_once(tmp_path, epochs)
     record = group_record(1)
     assert record["state"] == "succeeded"
-    assert [p["state"] for p in sorted(record["parts"], key=lambda p: p["node_rank"])] == \
-        ["succeeded", "preempted", "succeeded"]
+    assert part_states(record) == ["succeeded", "preempted", "succeeded"]
     wait_for_the_whole_room()
 
 
@@ -361,29 +373,21 @@ def test_an_elastic_training_goes_on_without_a_machine_that_lost_power(train_lab
     third epoch; machines 1 and 2 time out on it, restart from their last checkpoint (epoch 2)
     and finish. model.pt loads and metrics.json has every epoch once."""
     epochs = 8
-    runner = elastic_training(tmp_path, epochs)
-    # The workspaces are tmpfs inside the sandboxes: the output says when epoch 2 is saved.
-    guard = threading.Timer(400, runner.kill)
-    guard.start()
-    try:
-        seen = read_until_epoch(runner, 2, epochs)
+    killed_at = []
+
+    def power_off_machine_3():
         time.sleep(1)  # into epoch 3
         killed = lab("kill", "3", timeout=60)
         assert killed.returncode == 0, killed.stderr
-        killed_at = time.monotonic()
-        rest, err = runner.communicate(timeout=400)
-        out = "".join(seen) + rest
-    finally:
-        guard.cancel()
-        if runner.poll() is None:
-            runner.kill()
-    print(f"finished {time.monotonic() - killed_at:.1f} s after the kill")
-    assert runner.returncode == 0, (out[-3000:], err[-3000:])
+        killed_at.append(time.monotonic())
+
+    returncode, out, err = interrupted_elastic_training(tmp_path, epochs, power_off_machine_3)
+    print(f"finished {time.monotonic() - killed_at[0]:.1f} s after the kill")
+    assert returncode == 0, (out[-3000:], err[-3000:])
     assert "lab-3 (node 2) vanished: the machine went offline; the training goes on with 2 machine(s)" in out
     assert "resuming after epoch" in out
     assert "succeeded on lab-1, lab-2, lab-3 (lab-3 lost on the way)" in err, err[-2000:]
     check_every_epoch_once(tmp_path, epochs)
     record = group_record(1)
     assert record["state"] == "succeeded"
-    assert [p["state"] for p in sorted(record["parts"], key=lambda p: p["node_rank"])] == \
-        ["succeeded", "succeeded", "lost"]
+    assert part_states(record) == ["succeeded", "succeeded", "lost"]
