@@ -7,5 +7,6 @@ pub mod logs;
 pub mod record;
 pub mod spec;
 pub mod state;
+pub mod training;
 pub mod wire;
 pub mod workspace;

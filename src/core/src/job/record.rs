@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::spec::{JobResources, NetworkMode};
 use super::state::{ArtifactInfo, JobState};
+use super::training::TrainingReport;
 
 /// Where a job record comes from, seen from the machine that answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,4 +107,7 @@ pub struct JobRecord {
     /// For a group job: its parts, by node rank.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<JobPart>,
+    /// For a group job using the in-job helper: what its reports said (docs/distribute.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub training: Option<TrainingReport>,
 }
