@@ -455,6 +455,7 @@ impl JobManager {
             memory_peak_bytes: None,
             cpu_usage_us: None,
             parts: Vec::new(),
+            training: None,
         };
         match shared.jobs.create(&spec, &record) {
             Ok(true) => {}

@@ -170,6 +170,7 @@ mod tests {
             memory_peak_bytes: None,
             cpu_usage_us: None,
             parts: Vec::new(),
+            training: None,
         };
         let _ = JobId([0; 16]);
         (spec, record)

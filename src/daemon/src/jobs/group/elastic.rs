@@ -101,20 +101,26 @@ impl Losses {
     }
 }
 
+/// Part `rank` of a test training, on machine `lab-{rank + 1}`, in `state`.
+#[cfg(test)]
+pub(super) fn test_part(rank: u32, state: JobState) -> (JobPart, JobState, Option<String>) {
+    let part = JobPart {
+        job: format!("part-{rank}"),
+        node: format!("node-{rank}"),
+        node_name: format!("lab-{}", rank + 1),
+        node_rank: rank,
+        processes: 1,
+        state,
+    };
+    (part, state, None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn part(rank: u32) -> (JobPart, JobState, Option<String>) {
-        let part = JobPart {
-            job: format!("part-{rank}"),
-            node: format!("node-{rank}"),
-            node_name: format!("lab-{}", rank + 1),
-            node_rank: rank,
-            processes: 1,
-            state: JobState::Running,
-        };
-        (part, JobState::Running, None)
+        test_part(rank, JobState::Running)
     }
 
     #[test]

@@ -235,6 +235,9 @@ pub fn parts(template: &JobSpec, machines: &[Candidate], rendezvous_port: u16) -
                     .entry(name.to_owned())
                     .or_insert_with(|| value.to_owned());
             }
+            // Which machine a rank runs on, by its display name: the in-job helper names the
+            // slowest one with it (the rank numbers change when an elastic training restarts).
+            spec.env.insert(MACHINE_ENV.to_owned(), machine.name.clone());
             if template.min_nodes.is_some_and(|min| (min as usize) < count) {
                 // A machine that vanishes sends no reset: the others learn of it when a
                 // collective times out (partagpu.ddp.init_process_group reads this), and
@@ -242,6 +245,13 @@ pub fn parts(template: &JobSpec, machines: &[Candidate], rendezvous_port: u16) -
                 spec.env
                     .entry(COLLECTIVE_TIMEOUT_ENV.to_owned())
                     .or_insert_with(|| ELASTIC_COLLECTIVE_TIMEOUT_S.to_string());
+                // By default the agents share the rendezvous store with their workers, and
+                // node rank 0 publishes the workers' MASTER_ADDR in the first round only: a
+                // machine that joins a later round (one coming back, see rejoin.rs) waits
+                // for it forever. Without the sharing every round publishes it anew (the
+                // workers' store then listens on an ephemeral port, which peers may reach).
+                spec.env
+                    .insert(UNSHARED_STORE_ENV.0.to_owned(), UNSHARED_STORE_ENV.1.to_owned());
             }
             if rank != 0 && !template.artifacts_from_all_ranks {
                 spec.artifacts.clear();
@@ -333,8 +343,12 @@ fn launcher(
     argv
 }
 
+/// The display name of the machine a part runs on, for the in-job helper's reports.
+pub const MACHINE_ENV: &str = "PARTAGPU_MACHINE";
 /// The collective timeout an elastic training's workers are given, in seconds.
 pub const COLLECTIVE_TIMEOUT_ENV: &str = "PARTAGPU_COLLECTIVE_TIMEOUT_S";
+/// torch's opt-out of sharing the rendezvous store with the workers, set in elastic parts.
+pub const UNSHARED_STORE_ENV: (&str, &str) = ("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1");
 const ELASTIC_COLLECTIVE_TIMEOUT_S: u32 = 30;
 /// Restarts an elastic training may make (each after a lost machine or a failed worker).
 pub const ELASTIC_RESTARTS: u32 = 3;

@@ -191,6 +191,18 @@ fn an_elastic_training_takes_a_range_of_nodes_and_restarts_with_rank_zero_hostin
             .map(String::as_str),
         Some("30")
     );
+    // A machine joining a later round learns the workers' store address (see parts()).
+    assert!(elastic
+        .iter()
+        .all(|p| p.spec.env.get(UNSHARED_STORE_ENV.0).map(String::as_str) == Some("1")));
+    let names: Vec<Option<&str>> = elastic
+        .iter()
+        .map(|p| p.spec.env.get(MACHINE_ENV).map(String::as_str))
+        .collect();
+    assert_eq!(
+        names,
+        machines.iter().map(|m| Some(m.name.as_str())).collect::<Vec<_>>()
+    );
     // The port is seen as taken by the next training, as a static one's is.
     let argvs: Vec<Vec<String>> = parts(&template, &machines, 29413)
         .into_iter()

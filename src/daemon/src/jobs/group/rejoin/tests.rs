@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+use super::super::elastic::{test_part as part, Departure, Verdict};
+use super::*;
+
+/// A 3-machine training of at least 2 whose node 1 was preempted.
+fn preempted() -> (Vec<(JobPart, JobState, Option<String>)>, Losses) {
+    let states = vec![
+        part(0, JobState::Running),
+        part(1, JobState::Preempted),
+        part(2, JobState::Running),
+    ];
+    let mut losses = Losses::new(Some(2));
+    assert!(matches!(
+        losses.left(&states[1].0, &states, Departure::Preempted),
+        Verdict::GoesOn(_)
+    ));
+    (states, losses)
+}
+
+/// Returns that saw the departures of `states` at `now`; and when they are settled.
+fn seen(states: &[(JobPart, JobState, Option<String>)], losses: &Losses, now: Instant) -> (Returns, Instant) {
+    let mut returns = Returns::default();
+    assert!(
+        returns.due(states, losses, |_| true, now).is_empty(),
+        "not settled yet"
+    );
+    (returns, now + SETTLE)
+}
+
+#[test]
+fn a_preempted_machine_is_sent_its_part_again_once_it_shares_again() {
+    let (states, losses) = preempted();
+    let now = Instant::now();
+    let mut returns = Returns::default();
+    assert!(
+        returns.due(&states, &losses, |_| false, now).is_empty(),
+        "still paused"
+    );
+    let soon = now + SETTLE - Duration::from_secs(1);
+    assert!(
+        returns.due(&states, &losses, |_| true, soon).is_empty(),
+        "the rendezvous may still list it"
+    );
+    let due = returns.due(&states, &losses, |node| node == "node-1", now + SETTLE);
+    assert_eq!(due.iter().map(|p| p.job.as_str()).collect::<Vec<_>>(), ["part-1"]);
+}
+
+#[test]
+fn a_machine_with_a_newer_part_or_resting_after_a_failure_is_not_sent_another() {
+    let (mut states, losses) = preempted();
+    let now = Instant::now();
+    let mut back = part(1, JobState::Running);
+    back.0.job = "part-1-again".into();
+    states.push(back);
+    let (mut returns, settled) = seen(&states, &losses, now);
+    assert!(returns.due(&states, &losses, |_| true, settled).is_empty());
+
+    let (states, losses) = preempted();
+    let (mut returns, settled) = seen(&states, &losses, now);
+    returns.failed("node-1", settled);
+    assert!(returns.due(&states, &losses, |_| true, settled).is_empty());
+    let later = settled + RETRY_AFTER + Duration::from_secs(1);
+    assert_eq!(returns.due(&states, &losses, |_| true, later).len(), 1);
+}
+
+#[test]
+fn nothing_returns_without_elasticity_a_running_host_or_restarts_left() {
+    let (states, losses) = preempted();
+    let now = Instant::now();
+    let (mut returns, settled) = seen(&states, &losses, now);
+    assert!(returns
+        .due(&states, &Losses::new(None), |_| true, settled)
+        .is_empty());
+    assert_eq!(
+        returns.due(&states, &losses, |_| true, settled).len(),
+        1,
+        "elastic, it returns"
+    );
+
+    let (mut ended, losses) = preempted();
+    ended[0].1 = JobState::Succeeded;
+    let (mut returns, settled) = seen(&states, &losses, now);
+    assert!(
+        returns.due(&ended, &losses, |_| true, settled).is_empty(),
+        "the training ended"
+    );
+
+    let (mut returns, settled) = seen(&states, &losses, now);
+    for _ in 0..ELASTIC_RESTARTS {
+        returns.made("node-1");
+    }
+    assert!(returns.due(&states, &losses, |_| true, settled).is_empty());
+}
+
+#[test]
+fn a_vanished_part_whose_end_is_unknown_is_not_sent_again() {
+    let mut states = vec![
+        part(0, JobState::Running),
+        part(1, JobState::Running),
+        part(2, JobState::Running),
+    ];
+    let mut losses = Losses::new(Some(2));
+    assert!(matches!(
+        losses.left(&states[2].0, &states, Departure::Vanished),
+        Verdict::GoesOn(_)
+    ));
+    let now = Instant::now();
+    let mut returns = Returns::default();
+    let later = now + SETTLE;
+    assert!(returns.due(&states, &losses, |_| true, now).is_empty());
+    assert!(
+        returns.due(&states, &losses, |_| true, later).is_empty(),
+        "it might still run"
+    );
+    states[2].1 = JobState::Lost;
+    assert!(
+        returns.due(&states, &losses, |_| true, later).is_empty(),
+        "its end was just seen"
+    );
+    assert_eq!(returns.due(&states, &losses, |_| true, later + SETTLE).len(), 1);
+}
