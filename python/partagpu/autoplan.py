@@ -157,7 +157,10 @@ def _slowest(per_rank: object, machines_by_node: list[str]) -> str | None:
         node = int(entry.get("node", -1))
     except (TypeError, ValueError):
         return None
-    name = machines_by_node[node] if 0 <= node < len(machines_by_node) else f"rank {entry.get('rank')}"
+    if entry.get("machine"):
+        name = str(entry["machine"])
+    else:
+        name = machines_by_node[node] if 0 <= node < len(machines_by_node) else f"rank {entry.get('rank')}"
     return f"{name} ({what} {excess:.0%} over the median)"
 
 

@@ -137,6 +137,10 @@ class Trainer:
             if self._syncs % self.report_every == 0:
                 # Every rank reaches the same optimizer step: a safe point for a collective.
                 self.per_rank = stragglers.gather(self.timings)
+                if dist.get_rank() == 0:
+                    recent = self.sync_step_times(skip=0)[-self.report_every:]
+                    stragglers.report(stragglers.window(self.per_rank, self._syncs, statistics.median(recent),
+                                                        self.world_size, self.strategy.to_text()))
         if self.probe_steps and len(self.timings) >= self.probe_steps:
             _finish_probe_run(self)
         return loss.detach()
@@ -170,6 +174,7 @@ class Trainer:
                                       dict(os.environ))
         if line:
             print(line, flush=True)
+            stragglers.report({"kind": "measured", "text": line.removeprefix("partagpu: ")})
 
     def step_timing(self, machine: str, skip: int = 3) -> StepTiming:
         """Medians of the micro-steps after the first ``skip`` (warm-up), for the planner."""
@@ -201,6 +206,7 @@ def wrap(model, optimizer, strategy: Strategy | str | None = None, *, local: boo
         if os.environ.get(autoplan.PLAN_ENV):
             # In the job's log too, where partagpuctl job logs and the app show it.
             print(f"partagpu: {os.environ[autoplan.PLAN_ENV]}", flush=True)
+            stragglers.report({"kind": "plan", "text": os.environ[autoplan.PLAN_ENV]})
         if os.environ.get(autoplan.METRICS_OUTPUT_ENV):
             # Asked for by distribute(nodes="auto"): the measured steps, for its report.
             atexit.register(trainer.write_report, os.environ[autoplan.METRICS_OUTPUT_ENV])

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from partagpu import stragglers
 from partagpu.dbus_client import JOBS_INTERFACE, ServiceClient, local_service_running
 from partagpu.errors import JobFailedError, WorkspaceError
 from partagpu.jobs import TERMINAL_STATES, Job
@@ -180,6 +181,8 @@ def follow(job: Job, timeout: float | None = None,
     where = ", ".join(info["machines"])
     if info.get("lost"):
         where += f" ({', '.join(info['lost'])} lost on the way)"
+    if info.get("rejoined"):
+        where += f" ({', '.join(info['rejoined'])} left and came back)"
     took = "" if info["wall_s"] is None else f" in {info['wall_s']:.1f} s"
     if record.get("state") != "succeeded":
         raise JobFailedError(f"job {job.handle} {record.get('state')} on {where}{took}: "
@@ -188,6 +191,9 @@ def follow(job: Job, timeout: float | None = None,
     shown = "; ".join(f"{a['name']} ({format_bytes(int(a['size']))}) saved to {a['path']}"
                       for a in job.artifacts if "path" in a)
     _say(f"job {job.handle} succeeded on {where}{took}" + (f"; {shown}" if saved else ""))
+    straggler = stragglers.usual_straggler(info.get("training"))
+    if straggler:
+        _say(f"slowest machine: {straggler}")
     return record
 
 

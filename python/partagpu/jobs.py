@@ -24,6 +24,7 @@ from partagpu.errors import ServiceError
 from partagpu.workspace import receive_artifact
 
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled", "preempted", "lost"})
+DEPARTED = frozenset({"preempted", "lost"})  # how a part leaves an elastic training
 LOG_CHUNK = 1 << 20
 POLL_S = 0.25
 
@@ -265,14 +266,21 @@ class Job:
     # -- reports -------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
         """Where and how it ran: ``machines`` (names), ``ranks`` (name → node rank), ``lost``
-        (machines an elastic training went on without),
-        ``processes`` (total), ``wall_s``, ``state``, ``reason``, ``exit_code``."""
+        (machines an elastic training went on without: lost or preempted), ``rejoined`` (those
+        that left it and came back),
+        ``processes`` (total), ``wall_s``, ``state``, ``reason``, ``exit_code``, and for a
+        training using :mod:`partagpu.ddp`, ``training`` (its reports: prediction, steps,
+        ``slowest`` of the last few steps, ``slowest_counts`` by machine) or None."""
         record = self.record
         parts = sorted(record.get("parts") or [], key=lambda p: p.get("node_rank", 0))
         if parts:
-            machines = [p.get("node_name") or p.get("node", "?") for p in parts]
-            ranks = {name: p.get("node_rank", 0) for name, p in zip(machines, parts)}
-            processes = sum(int(p.get("processes", 1)) for p in parts)
+            # A machine that left an elastic training and came back has a part per attempt.
+            newest = {}
+            for part in parts:
+                newest[part.get("node_name") or part.get("node", "?")] = part
+            machines = list(newest)
+            ranks = {name: p.get("node_rank", 0) for name, p in newest.items()}
+            processes = sum(int(p.get("processes", 1)) for p in newest.values())
         else:
             machines = [record.get("node_name") or record.get("node") or "?"]
             ranks, processes = {machines[0]: 0}, 1
@@ -280,10 +288,13 @@ class Job:
         if started and not ended and record.get("state") not in TERMINAL_STATES:
             ended = time.time_ns() // 1_000_000
         wall = (ended - started) / 1000 if started and ended else None
-        lost = [p.get("node_name") or p.get("node", "?") for p in parts if p.get("state") == "lost"]
-        return {"job": self.handle, "machines": machines, "ranks": ranks, "lost": lost,
+        departed = {p.get("node_name") or p.get("node", "?") for p in parts if p.get("state") in DEPARTED}
+        lost = [name for name in machines if name in departed and newest[name].get("state") in DEPARTED]
+        rejoined = [name for name in machines if name in departed and name not in lost]
+        return {"job": self.handle, "machines": machines, "ranks": ranks, "lost": lost, "rejoined": rejoined,
                 "processes": processes, "wall_s": wall, "state": record.get("state"),
-                "reason": record.get("reason"), "exit_code": record.get("exit_code")}
+                "reason": record.get("reason"), "exit_code": record.get("exit_code"),
+                "training": record.get("training")}
 
     def __repr__(self) -> str:
         if self._record is None:

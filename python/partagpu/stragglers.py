@@ -5,18 +5,23 @@ A synchronous step waits for the slowest rank, so the step time alone cannot say
 Each rank times its own work: the forward pass (no communication in it) and, with k-step
 accumulation, the forward and backward of the micro-steps that do not synchronise. Every
 ``$PARTAGPU_RANK_REPORT_EVERY`` optimizer steps (default 10) the trainer gathers them (one
-small collective), and rank 0's report names the slowest machine. :func:`slowest` needs no
-torch, so the client reads the report with it.
+small collective), and rank 0 names the slowest machine in a report line (``partagpu-report
+{json}``, only inside a PartaGPU training: ``$PARTAGPU_MACHINE`` is set there) that the
+coordinator folds into the job's record, where ``partagpuctl job show``, the app and the
+Python summary read it. Nothing here but :func:`gather` needs torch, so the client uses it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 from typing import Any
 
 RECENT_MICRO_STEPS = 20
 SLOW_MARGIN = 0.10  # under 10 % above the median, nobody is called slow
+REPORT_PREFIX = "partagpu-report "  # as src/core/src/job/training.rs reads it
+MACHINE_ENV = "PARTAGPU_MACHINE"  # the display name of a part's machine, set by the service
 
 
 def local_times(timings: list[Any]) -> dict[str, Any]:
@@ -34,7 +39,7 @@ def gather(timings: list[Any]) -> list[dict[str, Any]]:
     import torch.distributed as dist
 
     mine = {"rank": dist.get_rank(), "node": int(os.environ.get("GROUP_RANK", dist.get_rank())),
-            **local_times(timings)}
+            "machine": os.environ.get(MACHINE_ENV, ""), **local_times(timings)}
     everyone: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
     return sorted(everyone, key=lambda r: r["rank"])
@@ -55,3 +60,36 @@ def slowest(per_rank: list[dict[str, Any]]) -> tuple[dict[str, Any], float, str]
     if excess <= SLOW_MARGIN:
         return None
     return per_rank[worst], excess, "compute of a micro-step" if key == "local_step_s" else "forward pass"
+
+
+def machine_of(entry: dict[str, Any]) -> str:
+    """A rank's machine by name when the service said it, else by node rank."""
+    return str(entry.get("machine") or f"node {entry.get('node', entry.get('rank', '?'))}")
+
+
+def report(update: dict[str, Any]) -> None:
+    """Prints one report line for the coordinator, inside a PartaGPU training only."""
+    if os.environ.get(MACHINE_ENV):
+        print(REPORT_PREFIX + json.dumps(update, ensure_ascii=False), flush=True)
+
+
+def window(per_rank: list[dict[str, Any]], step: int, step_s: float, world_size: int,
+           strategy: str) -> dict[str, Any]:
+    """The report of the last few optimizer steps: where the training is, who slowed it."""
+    found = slowest(per_rank)
+    slow = None
+    if found is not None:
+        entry, excess, what = found
+        slow = {"machine": machine_of(entry), "excess_percent": round(excess * 100), "compared": what}
+    return {"kind": "window", "step": step, "step_s": step_s, "world_size": world_size,
+            "strategy": strategy, "slowest": slow}
+
+
+def usual_straggler(training: dict[str, Any] | None) -> str | None:
+    """From a job record's ``training``: "lab-3 (slowest in 11 of 12 step reports)", or None."""
+    counts = (training or {}).get("slowest_counts") or {}
+    windows = int((training or {}).get("windows") or 0)
+    if not counts or not windows:
+        return None
+    name, count = max(counts.items(), key=lambda item: (item[1], [-ord(c) for c in item[0]]))
+    return f"{name} (slowest in {count} of {windows} step report{'s' if windows > 1 else ''})"

@@ -60,9 +60,9 @@ def test_distribute_streams_the_log_and_fetches_verified_artifacts(system_bus, w
                               "sha256": hashlib.sha256(WEIGHTS).hexdigest(),
                               "path": workspace / "model.pt"}]
     assert job.summary() == {"job": job.handle, "machines": ["lab-1", "lab-2"],
-                             "ranks": {"lab-1": 0, "lab-2": 1}, "lost": [], "processes": 3,
-                             "wall_s": 12.345, "state": "succeeded", "reason": None,
-                             "exit_code": 0}
+                             "ranks": {"lab-1": 0, "lab-2": 1}, "lost": [], "rejoined": [],
+                             "processes": 3, "wall_s": 12.345, "state": "succeeded", "reason": None,
+                             "exit_code": 0, "training": None}
     assert repr(job) == f"Job({job.handle!r}, succeeded on lab-1, lab-2, 12.3 s)"
 
 
