@@ -249,6 +249,10 @@ fn render_record(r: &JobRecord) -> String {
     if let Some(ran) = ran_ms(r, now_ms()) {
         out.push_str(&format!("Ran:       {}\n", span(ran)));
     }
+    out.push_str(&training::render_parts(&r.parts));
+    if let Some(report) = &r.training {
+        out.push_str(&training::render_training(report));
+    }
     for artifact in &r.artifacts {
         out.push_str(&format!("Artifact:  {}\n", describe(artifact)));
     }
@@ -260,6 +264,8 @@ pub fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
+
+mod training;
 
 #[cfg(test)]
 pub(crate) mod tests;
