@@ -7,6 +7,7 @@
 //! a short pause while it runs, and not at all once it ended.
 
 pub(crate) mod model;
+mod training_rows;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,6 +24,7 @@ use crate::daemon_link::Connected;
 use crate::format;
 use crate::i18n::{i18n, i18n_f};
 use crate::widgets;
+use training_rows::TrainingRows;
 
 /// Most bytes asked for at once.
 const LOG_CHUNK: u32 = 64 << 10;
@@ -69,6 +71,7 @@ pub struct JobsWidgets {
     detail: adw::PreferencesGroup,
     state_row: adw::ActionRow,
     machines_row: adw::ActionRow,
+    training: TrainingRows,
     cancel: gtk::Button,
     artifacts: gtk::Button,
     log: gtk::TextView,
@@ -149,6 +152,7 @@ impl relm4::Component for JobsPage {
         machines_row.add_suffix(&artifacts);
         detail.add(&state_row);
         detail.add(&machines_row);
+        let training = TrainingRows::new(&detail);
         let log: gtk::TextView = widgets::accessible::labelled(&i18n("Output of the job"));
         log.set_editable(false);
         log.set_monospace(true);
@@ -171,6 +175,7 @@ impl relm4::Component for JobsPage {
             detail,
             state_row,
             machines_row,
+            training,
             cancel,
             artifacts,
             log,
@@ -351,7 +356,9 @@ fn refresh(model: &JobsModel, w: &JobsWidgets) {
     };
     w.state_row.set_subtitle(&state);
     w.cancel.set_visible(can_cancel(job));
-    w.machines_row.set_subtitle(&format::job_machines(job));
+    let machines = model::machines_text(job).unwrap_or_else(|| format::job_machines(job));
+    w.machines_row.set_subtitle(&machines);
+    w.training.show(job);
     w.artifacts.set_sensitive(!job.artifacts.is_empty());
     let buffer = w.log.buffer();
     if w.shown_generation.get() != model.generation() || w.shown_len.get() > model.log().len() {

@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 
 use partagpu_client::LogChunk;
 use partagpu_core::job::record::{JobRecord, JobRole};
+use partagpu_core::job::state::JobState;
 
-use crate::format::short_id;
+use crate::format::{self, short_id};
+use crate::i18n::{i18n_f, ni18n_f};
 
 /// Most log text kept on screen; older text is dropped from the top.
 pub const MAX_LOG_CHARS: usize = 1 << 20;
@@ -116,6 +118,131 @@ pub fn can_cancel(record: &JobRecord) -> bool {
 #[must_use]
 pub fn artifacts_dir(downloads: &Path, record: &JobRecord) -> PathBuf {
     downloads.join("PartaGPU").join(short_id(&record.id))
+}
+
+/// Below this much slower than the median, no machine is called slow (`SLOW_MARGIN` of
+/// python/partagpu/stragglers.py).
+const SLOW_MARGIN: &str = "10 %";
+
+/// A sentence the training said (not translated: it comes from the job), when not empty.
+fn said(text: Option<&String>) -> Option<String> {
+    text.map(|t| t.trim())
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+}
+
+/// What the planner predicted before launch: "predicted 2.7× on 3 machines with …".
+#[must_use]
+pub fn prediction_text(record: &JobRecord) -> Option<String> {
+    said(record.training.as_ref()?.prediction.as_ref())
+}
+
+/// What was measured at the end: "measured 2.4× on 3 machines (efficiency 81 % …".
+#[must_use]
+pub fn measured_text(record: &JobRecord) -> Option<String> {
+    said(record.training.as_ref()?.measured.as_ref())
+}
+
+/// "20 optimizer steps, 0.84 s each lately (3 processes, strategy accumulate8)", once a
+/// window of steps was reported.
+#[must_use]
+pub fn steps_text(record: &JobRecord) -> Option<String> {
+    let training = record.training.as_ref()?;
+    let (step_s, world_size) = (training.step_s?, training.world_size?);
+    let count = u32::try_from(training.steps).unwrap_or(u32::MAX);
+    let steps = ni18n_f(
+        "{} optimizer step",
+        "{} optimizer steps",
+        count,
+        &[&training.steps.to_string()],
+    );
+    let seconds = format!("{step_s:.2}");
+    let processes = ni18n_f(
+        "{} process",
+        "{} processes",
+        world_size,
+        &[&world_size.to_string()],
+    );
+    Some(match training.strategy.as_deref().filter(|s| !s.is_empty()) {
+        Some(strategy) => i18n_f(
+            "{}, {} s each lately ({}, strategy {})",
+            &[&steps, &seconds, &processes, strategy],
+        ),
+        None => i18n_f("{}, {} s each lately ({})", &[&steps, &seconds, &processes]),
+    })
+}
+
+/// "lab-3 lately, 31 % slower than the median (forward pass) — slowest in 2 of 2 step
+/// reports", or that none was slow, once a window of steps was reported.
+#[must_use]
+pub fn slowest_text(record: &JobRecord) -> Option<String> {
+    let training = record.training.as_ref()?;
+    if training.windows == 0 {
+        return None;
+    }
+    // The `%` goes in the arguments: xgettext takes "% s" or "% o" for a C format.
+    let now = match &training.slowest {
+        Some(slow) => i18n_f(
+            "{} lately, {} slower than the median ({})",
+            &[
+                &slow.machine,
+                &format!("{} %", slow.excess_percent),
+                &slow.compared,
+            ],
+        ),
+        None => i18n_f(
+            "None lately: every machine is within {} of the median",
+            &[SLOW_MARGIN],
+        ),
+    };
+    let Some((usual, count)) = training.usual_straggler() else {
+        return Some(now);
+    };
+    let (count, windows) = (count.to_string(), training.windows.to_string());
+    Some(
+        if training
+            .slowest
+            .as_ref()
+            .is_some_and(|slow| slow.machine == usual)
+        {
+            ni18n_f(
+                "{} — slowest in {} of {} step report",
+                "{} — slowest in {} of {} step reports",
+                training.windows,
+                &[&now, &count, &windows],
+            )
+        } else {
+            ni18n_f(
+                "{} — {} was the slowest in {} of {} step report",
+                "{} — {} was the slowest in {} of {} step reports",
+                training.windows,
+                &[&now, usual, &count, &windows],
+            )
+        },
+    )
+}
+
+/// A group job's machines with the parts that were lost or preempted marked:
+/// "lab-1, lab-2, lab-3 (lost)"; `None` when no part was.
+#[must_use]
+pub fn machines_text(record: &JobRecord) -> Option<String> {
+    let gone = |state| matches!(state, JobState::Lost | JobState::Preempted);
+    if !record.parts.iter().any(|part| gone(part.state)) {
+        return None;
+    }
+    let parts: Vec<String> = record
+        .parts
+        .iter()
+        .map(|part| {
+            let name = format::machine(&part.node_name, &part.node);
+            if gone(part.state) {
+                i18n_f("{} ({})", &[&name, &format::job_state(part.state)])
+            } else {
+                name
+            }
+        })
+        .collect();
+    Some(parts.join(", "))
 }
 
 #[cfg(test)]

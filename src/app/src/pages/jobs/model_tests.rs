@@ -73,3 +73,119 @@ fn finished_jobs_cannot_be_cancelled_and_artifacts_have_a_folder() {
         Path::new("/home/u/Downloads/PartaGPU/01234567")
     );
 }
+
+/// One report window: its step, seconds a step, and its slowest machine with its excess.
+type Window<'a> = (u64, f64, Option<(&'a str, u32)>);
+
+fn training(windows: &[Window<'_>]) -> JobRecord {
+    use partagpu_core::job::training::{Slowest, TrainingReport, TrainingUpdate};
+    let mut report = TrainingReport::default();
+    report.apply(TrainingUpdate::Plan {
+        text: "predicted 2.7× on 3 machines with 8-step accumulation".into(),
+    });
+    for &(step, step_s, slowest) in windows {
+        report.apply(TrainingUpdate::Window {
+            step,
+            step_s,
+            world_size: 3,
+            strategy: "accumulate8".into(),
+            slowest: slowest.map(|(machine, excess_percent)| Slowest {
+                machine: machine.into(),
+                excess_percent,
+                compared: "forward pass".into(),
+            }),
+        });
+    }
+    let mut job = record("g", JobRole::Group, JobState::Running);
+    job.training = Some(report);
+    job
+}
+
+#[test]
+fn a_job_without_reports_has_no_training_rows() {
+    let job = record("a", JobRole::Submitted, JobState::Running);
+    assert_eq!(prediction_text(&job), None);
+    assert_eq!(steps_text(&job), None);
+    assert_eq!(slowest_text(&job), None);
+    assert_eq!(measured_text(&job), None);
+    let planned = training(&[]);
+    assert_eq!(
+        prediction_text(&planned).as_deref(),
+        Some("predicted 2.7× on 3 machines with 8-step accumulation")
+    );
+    assert_eq!(steps_text(&planned), None);
+    assert_eq!(slowest_text(&planned), None);
+    assert_eq!(measured_text(&planned), None);
+}
+
+#[test]
+fn a_training_shows_its_steps_and_its_straggler() {
+    let mut job = training(&[(10, 0.9, Some(("lab-3", 23))), (20, 0.84, Some(("lab-3", 31)))]);
+    assert_eq!(
+        steps_text(&job).as_deref(),
+        Some("20 optimizer steps, 0.84 s each lately (3 processes, strategy accumulate8)")
+    );
+    assert_eq!(
+        slowest_text(&job).as_deref(),
+        Some("lab-3 lately, 31 % slower than the median (forward pass) — slowest in 2 of 2 step reports")
+    );
+    let report = job.training.as_mut().unwrap();
+    report.measured = Some("measured 2.4× on 3 machines (efficiency 81 %)".into());
+    report.strategy = None;
+    report.world_size = Some(1);
+    report.steps = 1;
+    assert_eq!(
+        steps_text(&job).as_deref(),
+        Some("1 optimizer step, 0.84 s each lately (1 process)")
+    );
+    assert_eq!(
+        measured_text(&job).as_deref(),
+        Some("measured 2.4× on 3 machines (efficiency 81 %)")
+    );
+}
+
+#[test]
+fn when_every_machine_keeps_up_the_usual_straggler_is_still_named() {
+    let even = training(&[(10, 0.8, None)]);
+    assert_eq!(
+        slowest_text(&even).as_deref(),
+        Some("None lately: every machine is within 10 % of the median")
+    );
+    let caught_up = training(&[(10, 0.9, Some(("lab-3", 23))), (20, 0.8, None)]);
+    assert_eq!(
+        slowest_text(&caught_up).as_deref(),
+        Some("None lately: every machine is within 10 % of the median — lab-3 was the slowest in 1 of 2 step reports")
+    );
+    let other = training(&[
+        (10, 0.9, Some(("lab-3", 23))),
+        (20, 0.9, Some(("lab-3", 20))),
+        (30, 0.8, Some(("lab-2", 12))),
+    ]);
+    assert_eq!(
+        slowest_text(&other).as_deref(),
+        Some("lab-2 lately, 12 % slower than the median (forward pass) — lab-3 was the slowest in 2 of 3 step reports")
+    );
+    let single = training(&[(10, 0.9, Some(("lab-3", 23)))]);
+    assert!(slowest_text(&single)
+        .unwrap()
+        .ends_with("— slowest in 1 of 1 step report"));
+}
+
+#[test]
+fn lost_and_preempted_parts_are_marked_on_the_machines() {
+    let mut job = record("g", JobRole::Group, JobState::Running);
+    job.parts = serde_json::from_value(serde_json::json!([
+        {"job": "p0", "node": "aa", "node_name": "lab-1", "node_rank": 0, "processes": 1, "state": "running"},
+        {"job": "p1", "node": "cc", "node_name": "lab-3", "node_rank": 1, "processes": 2, "state": "running"},
+    ]))
+    .unwrap();
+    assert_eq!(machines_text(&job), None);
+    job.parts[1].state = JobState::Lost;
+    assert_eq!(machines_text(&job).as_deref(), Some("lab-1, lab-3 (lost)"));
+    job.parts[0].state = JobState::Preempted;
+    job.parts[0].node_name.clear();
+    assert_eq!(
+        machines_text(&job).as_deref(),
+        Some("aa… (preempted), lab-3 (lost)")
+    );
+}
