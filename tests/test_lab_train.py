@@ -115,6 +115,12 @@ def test_nodes_auto_predicts_before_launch_and_reports_the_measured_speedup(trai
     assert report["sync_steps"] > 0 and report["median_sync_step_s"] > 0
     assert json.loads((tmp_path / "first" / "metrics.json").read_text())["epochs"][-1]["epoch"] == 2
     assert len(list((cache / "partagpu" / "probes").glob("*.json"))) == 1
+    # The coordinator kept the helper's reports in the record: partagpuctl and the app show them.
+    training = group_record(1)["training"]
+    assert training["prediction"].startswith("predicted ") and training["measured"].startswith("measured ")
+    shown = on(1, "partagpuctl", "job", "show", group_record(1)["job"]).stdout
+    assert "Plan:      predicted " in shown and "Measured:  measured " in shown, shown
+    assert "partagpu-report" not in result.stdout, "report lines stay out of the log"
 
     again = on(1, *auto, str(tmp_path / "second"), str(TRAIN), "--epochs", "1", timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -327,32 +333,42 @@ def part_states(record):
     return [p["state"] for p in sorted(record["parts"], key=lambda p: p["node_rank"])]
 
 
-def check_every_epoch_once(tmp_path, epochs):
+def check_every_epoch_once(tmp_path, epochs, processes_at_end=2):
+    """metrics.json has each epoch once, the first on 3 processes and the last on
+    `processes_at_end`; model.pt loads. Returns the processes of each epoch."""
     metrics = json.loads((tmp_path / "metrics.json").read_text())
+    processes = [e["processes"] for e in metrics["epochs"]]
     print("epochs:", [(e["epoch"], e["processes"]) for e in metrics["epochs"]])
     assert [e["epoch"] for e in metrics["epochs"]] == list(range(1, epochs + 1))
-    assert metrics["epochs"][0]["processes"] == 3 and metrics["epochs"][-1]["processes"] == 2
+    assert processes[0] == 3 and processes[-1] == processes_at_end
     check = run([TORCH, "-c", "import sys, torch; sys.path.insert(0, sys.argv[2]); import train; "
                  "m = train.UNet(); m.load_state_dict(torch.load(sys.argv[1])); print('loaded')",
                  str(tmp_path / "model.pt"), str(TRAIN.parent)], timeout=120)
     assert check.stdout.strip() == "loaded", check.stderr
+    return processes
 
 
-def test_an_elastic_training_goes_on_when_an_owner_pauses_past_the_grace(train_lab, tmp_path):
+def test_a_machine_paused_past_the_grace_leaves_the_training_and_rejoins_when_resumed(train_lab, tmp_path):
     """Machine 2 (given a 3 s grace) is paused by its owner during epoch 3: its part is
-    preempted, and machines 1 and 3 finish from the epoch-2 checkpoint."""
+    preempted and machines 1 and 3 go on from the epoch-2 checkpoint. The owner resumes: the
+    coordinator sends machine 2 its part again, the training restarts on 3 machines from the
+    newest checkpoint, and ends there with every epoch once."""
     config = LAB_DIR / "m2" / "partagpu.toml"
     original = config.read_text()
     config.write_text(original.replace("[jobs]\n", "[jobs]\npause_grace_s = 3\n", 1))
     lab_ok("restart", "2")
     wait_for_the_whole_room()
-    epochs = 6
+    epochs = 16
 
-    def owner_pauses():
+    def owner_pauses_then_comes_back():
         assert on(2, "partagpuctl", "pause").returncode == 0
+        wait_until("lab-2's part preempted", lambda: "preempted" in part_states(group_record(1)),
+                   timeout=60, interval=0.5)
+        time.sleep(2)  # the others restart without it first
+        assert on(2, "partagpuctl", "resume").returncode == 0
 
     try:
-        returncode, out, err = interrupted_elastic_training(tmp_path, epochs, owner_pauses)
+        returncode, out, err = interrupted_elastic_training(tmp_path, epochs, owner_pauses_then_comes_back)
     finally:
         on(2, "partagpuctl", "resume")
         config.write_text(original)
@@ -360,10 +376,18 @@ def test_an_elastic_training_goes_on_when_an_owner_pauses_past_the_grace(train_l
     assert returncode == 0, (out[-3000:], err[-3000:])
     assert ("lab-2 (node 1) was preempted: its owner's pause outlasted the grace period; the training goes on "
             "with 2 machine(s)") in out
-    check_every_epoch_once(tmp_path, epochs)
+    assert "lab-2 (node 1) is back: it rejoins the training at its next restart" in out
+    processes = check_every_epoch_once(tmp_path, epochs, processes_at_end=3)
+    assert 2 in processes, "some epochs ran without lab-2"
+    assert "succeeded on lab-1, lab-2, lab-3 (lab-2 left and came back)" in err, err[-2000:]
     record = group_record(1)
     assert record["state"] == "succeeded"
-    assert part_states(record) == ["succeeded", "preempted", "succeeded"]
+    assert part_states(record) == ["succeeded", "preempted", "succeeded", "succeeded"]
+    # Rank 0 reported its steps every 10 optimizer steps, naming the slowest machine.
+    assert record["training"]["windows"] > 0 and record["training"]["world_size"] == 3
+    shown = on(1, "partagpuctl", "job", "show", record["job"]).stdout
+    assert re.search(r"Steps: +\d+ optimizer steps, \d+\.\d+ s each lately \(3 processes", shown), shown
+    assert "Slowest:   " in shown and "Part:      lab-2 (node 1, 1 process): preempted" in shown, shown
     wait_for_the_whole_room()
 
 
