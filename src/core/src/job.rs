@@ -3,6 +3,7 @@
 //! through, and how its output and artifacts are made safe to show and send.
 
 pub mod artifacts;
+pub mod checkpoint;
 pub mod logs;
 pub mod record;
 pub mod spec;

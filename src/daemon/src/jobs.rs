@@ -4,6 +4,7 @@
 
 pub mod artifacts;
 pub mod cgroup;
+pub mod checkpoint;
 pub mod exec;
 pub mod gpu;
 pub mod group;

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::checkpoint::ShippedCheckpoint;
 use super::record::JobRecord;
 use super::spec::JobSpec;
 
@@ -51,6 +52,14 @@ pub enum JobRequest {
         /// The artifact's name.
         name: String,
     },
+    /// The running job's newest checkpoint if its step is above `after_step`: a reply with
+    /// `checkpoint`, then the file in DATA records and one DATA_END; or a reply without.
+    Checkpoint {
+        /// The handle.
+        job: String,
+        /// The step the coordinator holds already (`i64::MIN`: none).
+        after_step: i64,
+    },
 }
 
 /// The executor's answer to a REQUEST (and, while following, each state change).
@@ -67,6 +76,9 @@ pub struct JobReply {
     /// While following: the job ended and every byte of output was sent.
     #[serde(default)]
     pub done: bool,
+    /// Answering `Checkpoint`: the one that follows in DATA records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<ShippedCheckpoint>,
 }
 
 impl JobReply {
@@ -78,6 +90,7 @@ impl JobReply {
             error: Some(error.into()),
             record: None,
             done: false,
+            checkpoint: None,
         }
     }
 
@@ -89,6 +102,7 @@ impl JobReply {
             error: None,
             record: Some(Box::new(record)),
             done,
+            checkpoint: None,
         }
     }
 }
@@ -140,5 +154,17 @@ mod tests {
         let request: JobRequest = serde_json::from_str(r#"{"op":"cancel","job":"x"}"#).unwrap();
         assert_eq!(request, JobRequest::Cancel { job: "x".into() });
         assert!(serde_json::from_str::<JobRequest>(r#"{"op":"format_disk"}"#).is_err());
+        let asked: JobRequest =
+            serde_json::from_str(r#"{"op":"checkpoint","job":"x","after_step":-1}"#).unwrap();
+        assert_eq!(
+            asked,
+            JobRequest::Checkpoint {
+                job: "x".into(),
+                after_step: -1
+            }
+        );
+        // A reply without a checkpoint says nothing of one (older peers parse it unchanged).
+        let none = serde_json::to_string(&JobReply::refused("no")).unwrap();
+        assert!(!none.contains("checkpoint"), "{none}");
     }
 }

@@ -5,18 +5,15 @@
 //! service) it redials and resumes from the bytes it already has: nothing is lost, and a
 //! gap would be marked.
 
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::net::SocketAddr;
-use std::os::unix::fs::DirBuilderExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use partagpu_core::job::artifacts::validate_artifact_name;
 use partagpu_core::job::record::{JobRecord, JobRole};
 use partagpu_core::job::spec::JobSpec;
-use partagpu_core::job::state::{ArtifactInfo, JobState};
-use partagpu_core::job::wire::{data_end, parse_data_end, parse_log, JobReply, JobRequest, CHUNK};
+use partagpu_core::job::state::JobState;
+use partagpu_core::job::wire::{data_end, parse_log, JobReply, JobRequest, CHUNK};
 use partagpu_core::protocol::RecordType;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
@@ -28,6 +25,9 @@ use crate::peer::client::{dial_for, Dialled};
 use crate::peer::control::ClientHelloBody;
 use crate::peer::wire::Channel;
 use crate::peer::PeerContext;
+use fetch::fetch_all;
+
+pub(crate) mod fetch;
 
 /// How long the member may stay unreachable before the job is reported lost.
 const GIVE_UP_AFTER: Duration = Duration::from_secs(120);
@@ -96,7 +96,11 @@ pub fn find_member(peer: &PeerContext, wanted: &str) -> Result<Target, JobError>
     }
 }
 
-async fn connect(peer: &PeerContext, address: SocketAddr, node_id: &str) -> Result<Channel, String> {
+pub(crate) async fn connect(
+    peer: &PeerContext,
+    address: SocketAddr,
+    node_id: &str,
+) -> Result<Channel, String> {
     let room = peer.room.current().ok_or("this machine left the room")?;
     let Dialled { channel, node, .. } = dial_for(address, &room, peer, ClientHelloBody::job())
         .await
@@ -107,8 +111,18 @@ async fn connect(peer: &PeerContext, address: SocketAddr, node_id: &str) -> Resu
     Ok(channel)
 }
 
+/// Sends one REQUEST.
+pub(crate) async fn send_request(channel: &mut Channel, request: &JobRequest) -> Result<(), String> {
+    let body = serde_json::to_vec(request).unwrap_or_default();
+    channel
+        .writer
+        .send(RecordType::Request, &body)
+        .await
+        .map_err(|e| e.to_string())
+}
+
 /// The next record, within [`ANSWER_WITHIN`].
-async fn receive(channel: &mut Channel) -> Result<partagpu_core::protocol::Record, String> {
+pub(crate) async fn receive(channel: &mut Channel) -> Result<partagpu_core::protocol::Record, String> {
     channel
         .reader
         .recv_before(Instant::now() + ANSWER_WITHIN)
@@ -116,7 +130,7 @@ async fn receive(channel: &mut Channel) -> Result<partagpu_core::protocol::Recor
         .map_err(|e| e.to_string())
 }
 
-async fn answer(channel: &mut Channel) -> Result<JobReply, String> {
+pub(crate) async fn answer(channel: &mut Channel) -> Result<JobReply, String> {
     loop {
         let record = receive(channel).await?;
         match record.record_type {
@@ -272,16 +286,11 @@ async fn mirror(jobs: &JobManager, entry: &Arc<JobEntry>, channel: &mut Channel)
     let shared = &jobs.shared;
     let dir = shared.submitted.dir(entry.handle());
     let mut have = fs::metadata(dir.join(files::LOG)).map_or(0, |m| m.len());
-    let follow = serde_json::to_vec(&JobRequest::Follow {
+    let follow = JobRequest::Follow {
         job: entry.handle().to_owned(),
         offset: have,
-    })
-    .unwrap_or_default();
-    channel
-        .writer
-        .send(RecordType::Request, &follow)
-        .await
-        .map_err(|e| e.to_string())?;
+    };
+    send_request(channel, &follow).await?;
     let mut stop = entry.stop.subscribe();
     let mut cancel_sent = false;
     loop {
@@ -291,15 +300,10 @@ async fn mirror(jobs: &JobManager, entry: &Arc<JobEntry>, channel: &mut Channel)
                 .as_ref()
                 .is_some_and(|s| matches!(s, Stop::Cancelled(_)))
         {
-            let cancel = serde_json::to_vec(&JobRequest::Cancel {
+            let cancel = JobRequest::Cancel {
                 job: entry.handle().to_owned(),
-            })
-            .unwrap_or_default();
-            channel
-                .writer
-                .send(RecordType::Request, &cancel)
-                .await
-                .map_err(|e| e.to_string())?;
+            };
+            send_request(channel, &cancel).await?;
             cancel_sent = true;
         }
         let record = tokio::select! {
@@ -381,82 +385,4 @@ fn adopt(local: &mut JobRecord, remote: &JobRecord) {
     });
     local.memory_peak_bytes = remote.memory_peak_bytes;
     local.cpu_usage_us = remote.cpu_usage_us;
-}
-
-/// Fetches every artifact into `dir/artifacts`, each checked (length and SHA-256 against
-/// the record) before it is renamed into place.
-async fn fetch_all(
-    channel: &mut Channel,
-    job: &str,
-    wanted: &[ArtifactInfo],
-    dir: &std::path::Path,
-) -> Result<Vec<ArtifactInfo>, String> {
-    let mut total = 0u64;
-    let mut fetched = Vec::new();
-    for info in wanted {
-        validate_artifact_name(&info.name).map_err(|e| e.to_string())?;
-        total += info.size;
-        if total > partagpu_core::job::artifacts::MAX_ARTIFACT_TOTAL {
-            return Err("the artifacts are larger than 256 MiB".into());
-        }
-        let request = serde_json::to_vec(&JobRequest::Artifact {
-            job: job.to_owned(),
-            name: info.name.clone(),
-        })
-        .unwrap_or_default();
-        channel
-            .writer
-            .send(RecordType::Request, &request)
-            .await
-            .map_err(|e| e.to_string())?;
-        let path = dir.join(files::ARTIFACTS).join(&info.name);
-        if let Some(parent) = path.parent() {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(parent)
-                .map_err(|e| e.to_string())?;
-        }
-        // A hidden sibling name no artifact can have (names never start with ".partagpu-").
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let partial = path.with_file_name(format!(".partagpu-{file_name}.partial"));
-        let mut file = File::create(&partial).map_err(|e| e.to_string())?;
-        let mut hash = Sha256::new();
-        let mut got = 0u64;
-        loop {
-            let record = receive(channel).await?;
-            match record.record_type {
-                RecordType::Data => {
-                    got += record.body.len() as u64;
-                    if got > info.size {
-                        let _ = fs::remove_file(&partial);
-                        return Err(format!("{} is longer than announced", info.name));
-                    }
-                    hash.update(&record.body);
-                    file.write_all(&record.body).map_err(|e| e.to_string())?;
-                }
-                RecordType::DataEnd => {
-                    let (sha, len) = parse_data_end(&record.body).ok_or("an invalid DATA_END")?;
-                    let digest: [u8; 32] = hash.finalize().into();
-                    if len != got || sha != digest || hex::encode(digest) != info.sha256 || got != info.size {
-                        let _ = fs::remove_file(&partial);
-                        return Err(format!("{} arrived damaged", info.name));
-                    }
-                    file.sync_all().map_err(|e| e.to_string())?;
-                    fs::rename(&partial, &path).map_err(|e| e.to_string())?;
-                    fetched.push(info.clone());
-                    break;
-                }
-                RecordType::Response => {
-                    let _ = fs::remove_file(&partial);
-                    return Err(format!("{} could not be sent", info.name));
-                }
-                _ => {}
-            }
-        }
-    }
-    Ok(fetched)
 }

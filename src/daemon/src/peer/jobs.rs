@@ -184,6 +184,30 @@ async fn handle(
                 Err(why) => reply(writer, &JobReply::refused(why)).await,
             }
         }
+        JobRequest::Checkpoint { job, after_step } => match own_job(jobs, origin, &job) {
+            Ok(entry) => send_checkpoint(jobs, &entry, after_step, writer).await,
+            Err(why) => reply(writer, &JobReply::refused(why)).await,
+        },
+    }
+}
+
+/// Answers a coordinator asking for a running part's checkpoint: the reply names it, then
+/// the file follows; a reply without one when there is nothing newer.
+async fn send_checkpoint(
+    jobs: &JobManager,
+    entry: &JobEntry,
+    after_step: i64,
+    writer: &mut Writer,
+) -> Result<(), &'static str> {
+    match crate::jobs::checkpoint::take(&jobs.shared, entry, after_step).await {
+        Ok(Some(taken)) => {
+            let mut answer = JobReply::with(entry.record(), false);
+            answer.checkpoint = Some(taken.snapshot.shipped.clone());
+            reply(writer, &answer).await?;
+            send_file(&taken.snapshot.path, writer).await
+        }
+        Ok(None) => reply(writer, &JobReply::with(entry.record(), false)).await,
+        Err(error) => reply(writer, &JobReply::refused(error.to_string())).await,
     }
 }
 
