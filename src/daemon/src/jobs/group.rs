@@ -9,6 +9,7 @@ mod coordinator;
 pub mod elastic;
 pub mod plan;
 mod rejoin;
+mod shipping;
 
 pub use coordinator::coordinate;
 

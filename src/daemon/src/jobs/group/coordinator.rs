@@ -16,7 +16,7 @@ use super::super::manager::{JobEntry, JobManager, Stop};
 use super::super::runner::end;
 use super::super::spool::{append_log, read_log};
 use super::super::store::files;
-use super::{elastic, rejoin, TICK};
+use super::{elastic, rejoin, shipping, TICK};
 use crate::peer::PeerContext;
 
 /// Where each part's output has been copied up to, beside the group's log (not synced: after
@@ -36,6 +36,11 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
     let mut stop_sent = false;
     let mut returns = rejoin::Returns::default();
     let mut losses = elastic::Losses::new(shared.submitted.spec(group.handle()).and_then(|s| s.min_nodes));
+    let shipper = tokio::spawn(shipping::ship(
+        jobs.clone(),
+        Arc::clone(&peer),
+        Arc::clone(&group),
+    ));
     loop {
         let record = group.record();
         let stop = group.stop.borrow().clone();
@@ -129,6 +134,9 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
                     let _ = append_log(&dir, &prefixed(part, &rest));
                 }
             }
+            // No copy may land once the end is being written.
+            shipper.abort();
+            let _ = shipper.await;
             finish(&jobs, &group, &states, stop, failure);
             return;
         }
@@ -288,8 +296,23 @@ fn artifact_in_group(node_rank: u32, name: &str) -> String {
     }
 }
 
+/// A training that did not succeed leaves the newest checkpoint copied to this machine as
+/// its artifact, said in its log.
+fn last_checkpoint(dir: &std::path::Path) -> Option<partagpu_core::job::state::ArtifactInfo> {
+    let (shipped, path) = shipping::held(dir)?;
+    let to = dir.join(files::ARTIFACTS).join(&shipped.artifact.name);
+    fs::create_dir_all(dir.join(files::ARTIFACTS)).ok()?;
+    fs::rename(&path, &to).ok()?;
+    let line = format!(
+        "[partagpu] its last checkpoint (step {}) is kept: {}. Put it beside the script to go on from there.\n",
+        shipped.step, shipped.artifact.name
+    );
+    let _ = append_log(dir, line.as_bytes());
+    Some(shipped.artifact)
+}
+
 /// The group's one terminal state, with rank 0's artifacts when it succeeded (every rank's
-/// when the spec asked).
+/// when the spec asked), or its last checkpoint when it did not.
 fn finish(
     jobs: &JobManager,
     group: &JobEntry,
@@ -301,11 +324,16 @@ fn finish(
     let dir = shared.submitted.dir(group.handle());
     // No machine rejoins an ended training.
     let _ = fs::remove_file(dir.join(rejoin::WORKSPACE));
-    let log_len = fs::metadata(dir.join(files::LOG)).map_or(0, |m| m.len());
     let mut artifacts = Vec::new();
     let (state, reason) = match (&stop, failure) {
-        (Some(Stop::Cancelled(by)), _) => (JobState::Cancelled, Some(format!("cancelled by {by}"))),
-        (_, Some(why)) => (JobState::Failed, Some(why)),
+        (Some(Stop::Cancelled(by)), _) => {
+            artifacts.extend(last_checkpoint(&dir));
+            (JobState::Cancelled, Some(format!("cancelled by {by}")))
+        }
+        (_, Some(why)) => {
+            artifacts.extend(last_checkpoint(&dir));
+            (JobState::Failed, Some(why))
+        }
         _ => {
             // Parts other than rank 0 only collected artifacts if every rank's were asked.
             for (part, _, _) in states {
@@ -331,6 +359,8 @@ fn finish(
             (JobState::Succeeded, None)
         }
     };
+    let _ = fs::remove_dir_all(dir.join(shipping::DIR));
+    let log_len = fs::metadata(dir.join(files::LOG)).map_or(0, |m| m.len());
     shared.commit(group, |r| {
         end(r, state, reason, None);
         r.artifacts = artifacts;
