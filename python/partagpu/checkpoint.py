@@ -13,11 +13,17 @@ still has the last one; torchrun's agents restart the workers, and :func:`load` 
 rank the newest checkpoint any rank holds (a machine that came back with an older one, or
 none, gets it over the process group). Rank numbers may change between restarts; nothing
 here depends on them.
+
+After each checkpoint, :func:`save` writes a small index beside it (``partagpu-checkpoint.json``:
+its step and file name). The service coordinating the training reads it to keep a copy of the
+newest checkpoint on its own machine, so a training that fails still leaves its last
+checkpoint to its submitter; put that file beside the script and :func:`load` starts from it.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 from typing import Any
 
@@ -25,6 +31,7 @@ import torch
 import torch.distributed as dist
 
 DEFAULT_NAME = "partagpu-checkpoint.pt"
+INDEX_NAME = "partagpu-checkpoint.json"  # read by the service (src/core/src/job/checkpoint.rs)
 
 
 def _first_on_this_machine() -> bool:
@@ -40,8 +47,21 @@ def save(state: dict[str, Any], step: int, name: str = DEFAULT_NAME) -> None:
         with open(temporary, "rb") as written:
             os.fsync(written.fileno())
         os.replace(temporary, name)
+        _write_index(int(step), name)
     if dist.is_available() and dist.is_initialized():
         dist.barrier()  # nobody goes on before every machine holds this step
+
+
+def _write_index(step: int, name: str) -> None:
+    """Names the newest checkpoint for the service, after it is in place (so the index never
+    names a step whose file is not complete). Only a plain file name in the working directory
+    is shipped."""
+    if os.path.dirname(name) or name.startswith("."):
+        return
+    temporary = f"{INDEX_NAME}.part"
+    with open(temporary, "w", encoding="utf-8") as index:
+        json.dump({"step": step, "file": name}, index)
+    os.replace(temporary, INDEX_NAME)
 
 
 def _read_local(name: str) -> tuple[int, bytes | None]:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from partagpu import stragglers
 from partagpu.dbus_client import JOBS_INTERFACE, ServiceClient, local_service_running
-from partagpu.errors import JobFailedError, WorkspaceError
+from partagpu.errors import JobFailedError, PartaGPUError, WorkspaceError
 from partagpu.jobs import TERMINAL_STATES, Job
 from partagpu.peers import format_bytes
 from partagpu.progress import Progress
@@ -186,7 +186,7 @@ def follow(job: Job, timeout: float | None = None,
     took = "" if info["wall_s"] is None else f" in {info['wall_s']:.1f} s"
     if record.get("state") != "succeeded":
         raise JobFailedError(f"job {job.handle} {record.get('state')} on {where}{took}: "
-                             f"{record.get('reason') or 'no reason given'}", record)
+                             f"{record.get('reason') or 'no reason given'}{_kept_checkpoint(job, output)}", record)
     saved = job.fetch(output) if output is not None else []
     shown = "; ".join(f"{a['name']} ({format_bytes(int(a['size']))}) saved to {a['path']}"
                       for a in job.artifacts if "path" in a)
@@ -195,6 +195,22 @@ def follow(job: Job, timeout: float | None = None,
     if straggler:
         _say(f"slowest machine: {straggler}")
     return record
+
+
+def _kept_checkpoint(job: Job, output: str | Path | None) -> str:
+    """A training that did not succeed may leave its last checkpoint (the service kept a copy
+    of the newest one): it is fetched into ``output``, and the sentence says where."""
+    if output is None or not job.artifacts:
+        return ""
+    try:
+        job.fetch(output)
+    except PartaGPUError as error:
+        return f" (its last checkpoint could not be fetched: {error})"
+    kept = [a for a in job.artifacts if "path" in a]
+    if not kept:
+        return ""
+    return (f"; its last checkpoint was saved to {kept[0]['path']}: put it beside the script to go on "
+            "from there")
 
 
 def distribute(script: str | os.PathLike[str], *args: str,

@@ -95,7 +95,8 @@ def private_bus() -> Iterator[str]:
 @dataclass
 class FakeJob:
     """A scripted job: ``chunks`` of output, one handed out per Logs call, then the job
-    ends in ``final`` with ``reason``/``exit_code`` and ``artifacts`` (name → content).
+    ends in ``final`` with ``reason``/``exit_code`` and ``artifacts`` (name → content; for a
+    failed training, the last checkpoint the service kept).
     With ``hold``, it keeps running (no more output) until Cancel; a cancel plays
     ``on_cancel`` chunks then ends ``cancelled``."""
 
@@ -132,7 +133,7 @@ class FakeJob:
         self.record["artifacts"] = [
             {"name": name, **dict(zip(("size", "sha256"), self.announced.get(
                 name, (len(data), hashlib.sha256(data).hexdigest()))))}
-            for name, data in self.artifacts.items()] if state == "succeeded" else []
+            for name, data in self.artifacts.items()] if state in ("succeeded", "failed") else []
         for part in self.record.get("parts", []):
             part["state"] = state
 

@@ -59,6 +59,21 @@ def test_a_failure_is_one_line_and_status_1(system_bus, tmp_path):
     assert last.startswith("partagpu: job ") and last.endswith(": the command exited with status 2")
 
 
+def test_a_failed_training_brings_back_its_last_checkpoint(system_bus, tmp_path):
+    (tmp_path / "train.py").write_text("")
+    out = tmp_path / "out"
+    jobs = FakeJobs(make=lambda *_: FakeJob(final="failed", exit_code=None,
+                                            reason="lab-2 (node 0) vanished: the machine went offline",
+                                            artifacts={"partagpu-checkpoint.pt": b"epoch 3"}))
+    with fake_partagpud(system_bus, {}, jobs):
+        result = run_cli("run", "--output", str(out), "--workspace", str(tmp_path), str(tmp_path / "train.py"))
+    assert result.returncode == 1
+    last = result.stderr.splitlines()[-1]
+    assert last.endswith(f"lab-2 (node 0) vanished: the machine went offline; its last checkpoint was saved to "
+                         f"{out / 'partagpu-checkpoint.pt'}: put it beside the script to go on from there"), last
+    assert (out / "partagpu-checkpoint.pt").read_bytes() == b"epoch 3"
+
+
 def test_a_refusal_is_one_line_and_status_1(system_bus, tmp_path):
     (tmp_path / "train.py").write_text("")
     jobs = FakeJobs(errors={"Distribute": ("NotInRoom", "this machine is in no room")})

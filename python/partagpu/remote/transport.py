@@ -5,7 +5,7 @@ a cancel goes through it, and the artifacts come over a job connection of their 
 the job is done.
 
 Each artifact is checked as partagpud checks them (``jobs/remote.rs``): a plain relative
-name, 256 MiB at most in all, no DATA past the size the record announced, a DATA_END equal
+name, 256 MiB at most in all (2 GiB more for the checkpoint a failed training leaves), no DATA past the size the record announced, a DATA_END equal
 to what arrived and to the record's size and SHA-256; only then is the file synced and
 renamed into place (:func:`partagpu.workspace.receive_artifact`), so a damaged one leaves
 nothing behind.
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from partagpu.remote.room import Room
 
 MAX_ARTIFACT_TOTAL = 256 << 20
+# A training that did not succeed may bring back its last checkpoint, up to this size
+# (MAX_CHECKPOINT_BYTES of src/core/src/job/checkpoint.rs).
+MAX_CHECKPOINT_BYTES = 2 << 30
 
 
 class MemberTransport:
@@ -64,8 +67,8 @@ class MemberTransport:
             nonlocal total
             artifact_path(output, name)  # refuses a name that would leave output, before asking
             total += size
-            if size < 0 or total > MAX_ARTIFACT_TOTAL:
-                raise ArtifactError("the job's artifacts add up to more than 256 MiB: not fetched")
+            if size < 0 or total > MAX_ARTIFACT_TOTAL + MAX_CHECKPOINT_BYTES:
+                raise ArtifactError("the job's artifacts add up to more than 2.25 GiB: not fetched")
             with member_errors(self._member):
                 send_request(session, {"op": "artifact", "job": handle, "name": name})
                 stream = cast(BinaryIO, ArtifactStream(session, name, size))
