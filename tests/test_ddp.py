@@ -120,5 +120,9 @@ def test_every_rank_loads_the_newest_checkpoint_any_rank_holds(tmp_path, case, p
     # The step-5 checkpoint replaced rank 0's own (its machine's first process); rank 1 wrote none.
     assert results[0]["written_step"] == 5
     assert results[1]["written_step"] == 4
+    # The index the service reads (src/core/src/job/checkpoint.rs) names the step-5 file.
+    index = json.loads((tmp_path / "rank-0" / "partagpu-checkpoint.json").read_text())
+    assert index == {"step": 5, "file": "partagpu-checkpoint.pt"}
+    assert not (tmp_path / "rank-1" / "partagpu-checkpoint.json").exists()
     if case == "torn":
         assert "ignoring the unreadable checkpoint" in result.stdout

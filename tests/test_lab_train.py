@@ -391,6 +391,56 @@ def test_a_machine_paused_past_the_grace_leaves_the_training_and_rejoins_when_re
     wait_for_the_whole_room()
 
 
+def test_a_training_that_loses_node_0_leaves_its_last_checkpoint_to_go_on_from(train_lab, tmp_path):
+    """Machine 1 coordinates a training on machines 2 and 3 only, so every checkpoint is on
+    other machines; it keeps a copy of the newest. Node 0's service is killed in epoch 3:
+    the training fails naming it, and the copy comes back to the submitter. A new run with
+    that file beside the script goes on from it, and metrics.json has every epoch once."""
+    out = tmp_path / "first"
+    runner = training_on(1, "--nodes", "lab-2,lab-3", str(TRAIN), "--epochs", "50", output=out)
+    try:
+        seen = []
+        for line in runner.stdout:
+            seen.append(line)
+            if "epoch 2/50:" in line:
+                break
+        else:
+            raise AssertionError("".join(seen)[-3000:] + runner.stderr.read()[-3000:])
+        time.sleep(8)  # the coordinator asks a part elsewhere every 5 s
+        os.kill(int((LAB_DIR / "m2" / "partagpud.pid").read_text()), signal.SIGKILL)
+        rest, err = runner.communicate(timeout=120)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        lab_ok("start", "2")
+    assert runner.returncode == 1, err[-2000:]
+    kept = out / "partagpu-checkpoint.pt"
+    assert "lab-2 (node 0) vanished" in err, err[-2000:]
+    assert f"its last checkpoint was saved to {kept}: put it beside the script" in err, err[-2000:]
+    assert re.search(r"\[partagpu\] its last checkpoint \(step \d+\) is kept: partagpu-checkpoint.pt", rest), rest
+    step = int(run([TORCH, "-c", "import sys, torch; print(torch.load(sys.argv[1], weights_only=False)"
+                    "['partagpu_step'])", str(kept)], timeout=120).stdout)
+    print("checkpoint kept after epoch", step + 1)
+    assert step >= 1
+    record = group_record(1)
+    assert record["state"] == "failed" and [a["name"] for a in record["artifacts"]] == ["partagpu-checkpoint.pt"]
+    wait_until("no job process left", lambda: job_processes() == "", timeout=10)
+
+    wait_for_the_whole_room()
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.py").write_bytes(TRAIN.read_bytes())
+    (work / "partagpu-checkpoint.pt").write_bytes(kept.read_bytes())
+    epochs = step + 3
+    resumed = train("--nodes", "3", "--workspace", str(work), str(work / "train.py"), "--epochs", str(epochs),
+                    output=tmp_path / "second")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resuming after epoch {step + 1} on 3 process(es)" in resumed.stdout, resumed.stdout[-3000:]
+    metrics = json.loads((tmp_path / "second" / "metrics.json").read_text())
+    assert [e["epoch"] for e in metrics["epochs"]] == list(range(1, epochs + 1))
+    assert [e["processes"] for e in metrics["epochs"]] == [2] * (step + 1) + [3] * 2
+
+
 # Last in this module: it leaves machine 3 powered off until the lab goes down.
 def test_an_elastic_training_goes_on_without_a_machine_that_lost_power(train_lab, tmp_path):
     """`--min-nodes 2`: machine 3 loses power (link down, every process killed) during the
