@@ -2,7 +2,8 @@
 //! The coordinator's copy of a training's newest checkpoint (docs/distribute.md,
 //! "Checkpoints"). While the training runs, it looks every [`LOCAL_EVERY`] at the part on this
 //! machine (a copy on the same disk), or, when none runs here, asks the first running part
-//! elsewhere every [`REMOTE_EVERY`] (the copy crosses the LAN the training uses). It keeps only
+//! elsewhere every [`REMOTE_EVERY`] over one job connection (the copy crosses the LAN the
+//! training uses). It keeps only
 //! a newer step than it holds. A training that fails or is cancelled, even with node 0's
 //! machine, leaves that copy to its submitter as an artifact.
 
@@ -21,6 +22,7 @@ use super::super::checkpoint;
 use super::super::manager::{JobEntry, JobManager};
 use super::super::remote::{self, fetch::receive_file};
 use super::super::spool::append_log;
+use crate::peer::wire::Channel;
 use crate::peer::PeerContext;
 
 /// Where the copy is kept, in the group's directory.
@@ -48,6 +50,7 @@ pub fn held(group_dir: &Path) -> Option<(ShippedCheckpoint, PathBuf)> {
 pub async fn ship(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<JobEntry>) {
     let group_dir = jobs.shared.submitted.dir(group.handle());
     let mut asked_elsewhere: Option<Instant> = None;
+    let mut link: Option<Link> = None;
     let mut told: Option<String> = None;
     loop {
         tokio::time::sleep(LOCAL_EVERY).await;
@@ -62,7 +65,7 @@ pub async fn ship(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<JobEntry>
             take_here(&jobs, &entry, after, &group_dir).await
         } else if asked_elsewhere.is_none_or(|at| at.elapsed() >= REMOTE_EVERY) {
             asked_elsewhere = Some(Instant::now());
-            fetch(&peer, &part, after, &group_dir).await
+            fetch(&peer, &mut link, &part, after, &group_dir).await
         } else {
             continue;
         };
@@ -129,31 +132,62 @@ async fn take_here(
     keep(group_dir, &shipped).map(Some)
 }
 
+/// The job connection to the machine copied from, kept open between questions: a new one
+/// every few seconds for hours would mean a handshake and a journal line each time.
+struct Link {
+    node: String,
+    channel: Channel,
+}
+
 async fn fetch(
     peer: &PeerContext,
+    link: &mut Option<Link>,
     part: &JobPart,
     after: i64,
     group_dir: &Path,
 ) -> Result<Option<i64>, String> {
-    let address = peer
-        .fleet
-        .members()
-        .into_iter()
-        .find(|m| m.node_id == part.node && m.online)
-        .and_then(|m| m.address)
-        .ok_or("the machine is offline")?;
-    let mut channel = remote::connect(peer, address, &part.node).await?;
+    if link.as_ref().is_none_or(|l| l.node != part.node) {
+        *link = None;
+        let address = peer
+            .fleet
+            .members()
+            .into_iter()
+            .find(|m| m.node_id == part.node && m.online)
+            .and_then(|m| m.address)
+            .ok_or("the machine is offline")?;
+        let channel = remote::connect(peer, address, &part.node).await?;
+        *link = Some(Link {
+            node: part.node.clone(),
+            channel,
+        });
+    }
+    let Some(open) = link.as_mut() else {
+        return Ok(None);
+    };
+    let asked = ask(&mut open.channel, part, after, group_dir).await;
+    if asked.is_err() {
+        // The connection may be anywhere in a transfer: the next question dials again.
+        *link = None;
+    }
+    asked
+}
+
+async fn ask(
+    channel: &mut Channel,
+    part: &JobPart,
+    after: i64,
+    group_dir: &Path,
+) -> Result<Option<i64>, String> {
     let request = JobRequest::Checkpoint {
         job: part.job.clone(),
         after_step: after,
     };
-    remote::send_request(&mut channel, &request).await?;
-    let answer = remote::answer(&mut channel).await?;
+    remote::send_request(channel, &request).await?;
+    let answer = remote::answer(channel).await?;
     if !answer.ok {
         return Err(answer.error.unwrap_or_else(|| "it said no".into()));
     }
     let Some(shipped) = answer.checkpoint else {
-        channel.writer.close("done").await;
         return Ok(None);
     };
     if shipped.step <= after || shipped.artifact.size > MAX_CHECKPOINT_BYTES {
@@ -163,8 +197,7 @@ async fn fetch(
         ));
     }
     let place = place_of(group_dir, &shipped)?;
-    receive_file(&mut channel, &shipped.artifact, &place).await?;
-    channel.writer.close("done").await;
+    receive_file(channel, &shipped.artifact, &place).await?;
     keep(group_dir, &shipped).map(Some)
 }
 
