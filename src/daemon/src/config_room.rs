@@ -98,10 +98,9 @@ pub fn lowest_room(
 
 /// Journals that the config file's code was not used.
 pub fn report_refusal(reporter: &Reporter, reason: &str) {
-    reporter.report(
+    reporter.report_own(
         Severity::Warning,
         CONFIG_CODE_REFUSED,
-        "",
         "",
         format!(
             "The room code of the configuration file was not used: {reason}. This machine joins \
@@ -150,7 +149,7 @@ impl ConfigRoom {
     }
 
     fn journal(&self, severity: Severity, source: &str, message: String) {
-        self.reporter.report(severity, CONFIG_ROOM, source, "", message);
+        self.reporter.report_own(severity, CONFIG_ROOM, source, message);
     }
 
     fn applied_label(&self) -> Option<String> {

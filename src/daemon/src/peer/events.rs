@@ -155,6 +155,20 @@ impl Reporter {
         }
     }
 
+    /// Reports one event this machine caused itself and that is rare by construction (the
+    /// room of the configuration file: a few per start), so never folded: folding would hide a
+    /// move into another room behind an earlier join through the same machine.
+    pub fn report_own(&self, severity: Severity, kind: &'static str, source: &str, message: String) {
+        self.write(NewEvent {
+            severity,
+            kind: kind.to_owned(),
+            source: source.to_owned(),
+            node_id: String::new(),
+            message,
+            count: 1,
+        });
+    }
+
     /// Writes the summaries whose window ended; called on a timer.
     pub fn flush(&self) {
         let due = self
@@ -260,5 +274,29 @@ mod tests {
             gate.admit(kinds::WRONG_CODE, &event("10.98.0.2"), later),
             "a new window"
         );
+    }
+
+    #[test]
+    fn the_machines_own_room_events_are_never_folded_but_a_peers_flood_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Arc::new(Mutex::new(SecurityJournal::open(dir.path(), 100).unwrap()));
+        let reporter = Reporter::new(Arc::clone(&journal));
+        for message in ["Joined the room A.", "Moved from the room A to the room B."] {
+            reporter.report_own(Severity::Info, "config-room", "10.98.0.3", message.into());
+        }
+        for _ in 0..2 {
+            let flood = event("10.98.0.3");
+            reporter.report(
+                Severity::Warning,
+                kinds::WRONG_CODE,
+                &flood.source,
+                "",
+                flood.message,
+            );
+        }
+        let written: Vec<_> = journal.lock().unwrap().list(0, 10);
+        let kinds: Vec<&str> = written.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["config-room", "config-room", kinds::WRONG_CODE]);
+        assert!(written[1].message.starts_with("Moved"));
     }
 }
