@@ -4,6 +4,7 @@ catalogue, and the app's environment."""
 
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -15,13 +16,24 @@ ATSPI_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 
 @pytest.fixture
 def display(workdir):
+    """An Xvfb display, given once a client can open it. (Once, in CI, the app could not open
+    the display Xvfb had just written on -displayfd; asking with xwininfo first, and keeping
+    Xvfb's messages, makes such a failure say why.)"""
+    log = workdir / "xvfb.log"
     read, write = os.pipe()
-    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x1700x24", "-nolisten", "tcp"],
-                              pass_fds=(write,), stderr=subprocess.DEVNULL)
+    with open(log, "w") as errors:
+        server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x1700x24", "-nolisten", "tcp"],
+                                  pass_fds=(write,), stderr=errors)
     os.close(write)
     with os.fdopen(read) as pipe:
-        number = pipe.readline().strip()
-    yield f":{number}"
+        name = f":{pipe.readline().strip()}"
+    deadline = time.monotonic() + 15
+    while subprocess.run(["xwininfo", "-root", "-display", name], capture_output=True, timeout=10).returncode != 0:
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise AssertionError(f"Xvfb's display {name!r} cannot be opened: {log.read_text()[-2000:]}")
+        time.sleep(0.1)
+    yield name
     server.terminate()
     server.wait(5)
 

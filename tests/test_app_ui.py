@@ -184,11 +184,19 @@ def unnamed(entry):
 
 @contextlib.contextmanager
 def running_app(env, page):
+    """The app on `page`, and a check that fails at once, with the app's messages, once the
+    app has exited (waiting for its tree would only time out)."""
     OUTPUT.mkdir(parents=True, exist_ok=True)
-    with open(OUTPUT / f"a11y-{env['LANGUAGE']}-{page}.log", "w") as log:
+    path = OUTPUT / f"a11y-{env['LANGUAGE']}-{page}.log"
+    with open(path, "w") as log:
         app = subprocess.Popen([str(APP), "--page", page], env=env, stdout=log, stderr=log)
+
+    def still_running():
+        assert app.poll() is None, f"{page}: the app exited ({app.returncode}): {path.read_text()[-2000:]}"
+        return True
+
     try:
-        yield app
+        yield still_running
     finally:
         app.terminate()
         app.wait(10)
@@ -201,9 +209,9 @@ def test_screen_readers_hear_names_and_the_keyboard_reaches_every_control(room_l
                                                                           locale_dir, language):
     env = app_env(room_lab["machine"], display, accessibility_bus, locale_dir, language, accessible=True)
     for page, names in SPOKEN[language].items():
-        with running_app(env, page):
+        with running_app(env, page) as still_running:
             tree = []
-            wait_until(f"{page}: the accessibility tree names {names}", lambda: (
+            wait_until(f"{page}: the accessibility tree names {names}", lambda: still_running() and (
                 tree.__setitem__(slice(None), accessibility_tree(env))
                 or all(any(e["name"] == name for e in tree) for name in names)), timeout=30)
             # Every control says what it is.
