@@ -322,7 +322,11 @@ def interrupted_elastic_training(tmp_path, epochs, interrupt):
             raise AssertionError("".join(seen)[-3000:] + runner.stderr.read()[-3000:])
         interrupt()
         rest, err = runner.communicate(timeout=400)
-        return runner.returncode, "".join(seen) + rest, err
+        out = "".join(seen) + rest
+        if runner.returncode != 0:
+            # The assertion's message is cut by pytest; the captured stdout is shown whole.
+            print(f"--- the training's output ---\n{out[-20000:]}\n--- its errors ---\n{err[-8000:]}")
+        return runner.returncode, out, err
     finally:
         guard.cancel()
         if runner.poll() is None:
