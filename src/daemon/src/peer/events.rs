@@ -135,14 +135,7 @@ impl Reporter {
         node_id: &str,
         message: String,
     ) {
-        let event = NewEvent {
-            severity,
-            kind: kind.to_owned(),
-            source: source.to_owned(),
-            node_id: node_id.to_owned(),
-            message,
-            count: 1,
-        };
+        let event = one_event(severity, kind, source, node_id, message);
         let admitted =
             self.gate
                 .lock()
@@ -159,14 +152,7 @@ impl Reporter {
     /// room of the configuration file: a few per start), so never folded: folding would hide a
     /// move into another room behind an earlier join through the same machine.
     pub fn report_own(&self, severity: Severity, kind: &'static str, source: &str, message: String) {
-        self.write(NewEvent {
-            severity,
-            kind: kind.to_owned(),
-            source: source.to_owned(),
-            node_id: String::new(),
-            message,
-            count: 1,
-        });
+        self.write(one_event(severity, kind, source, "", message));
     }
 
     /// Writes the summaries whose window ended; called on a timer.
@@ -229,6 +215,17 @@ impl Reporter {
                 .await;
             });
         }
+    }
+}
+
+fn one_event(severity: Severity, kind: &str, source: &str, node_id: &str, message: String) -> NewEvent {
+    NewEvent {
+        severity,
+        kind: kind.to_owned(),
+        source: source.to_owned(),
+        node_id: node_id.to_owned(),
+        message,
+        count: 1,
     }
 }
 

@@ -3,9 +3,8 @@
 //! "Checkpoints"). While the training runs, it looks every [`LOCAL_EVERY`] at the part on this
 //! machine (a copy on the same disk), or, when none runs here, asks the first running part
 //! elsewhere every [`REMOTE_EVERY`] over one job connection (the copy crosses the LAN the
-//! training uses). It keeps only
-//! a newer step than it holds. A training that fails or is cancelled, even with node 0's
-//! machine, leaves that copy to its submitter as an artifact.
+//! training uses). It keeps only a newer step than it holds. A training that fails or is
+//! cancelled, even with node 0's machine, leaves that copy to its submitter as an artifact.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -146,23 +145,23 @@ async fn fetch(
     after: i64,
     group_dir: &Path,
 ) -> Result<Option<i64>, String> {
-    if link.as_ref().is_none_or(|l| l.node != part.node) {
-        *link = None;
-        let address = peer
-            .fleet
-            .members()
-            .into_iter()
-            .find(|m| m.node_id == part.node && m.online)
-            .and_then(|m| m.address)
-            .ok_or("the machine is offline")?;
-        let channel = remote::connect(peer, address, &part.node).await?;
-        *link = Some(Link {
-            node: part.node.clone(),
-            channel,
-        });
-    }
-    let Some(open) = link.as_mut() else {
-        return Ok(None);
+    let open = match link {
+        Some(open) if open.node == part.node => open,
+        _ => {
+            *link = None;
+            let address = peer
+                .fleet
+                .members()
+                .into_iter()
+                .find(|m| m.node_id == part.node && m.online)
+                .and_then(|m| m.address)
+                .ok_or("the machine is offline")?;
+            let channel = remote::connect(peer, address, &part.node).await?;
+            link.insert(Link {
+                node: part.node.clone(),
+                channel,
+            })
+        }
     };
     let asked = ask(&mut open.channel, part, after, group_dir).await;
     if asked.is_err() {
