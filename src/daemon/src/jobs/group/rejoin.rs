@@ -54,11 +54,13 @@ pub struct Returns {
 
 impl Returns {
     /// Departed parts whose machine `is_back` (online and sharing, not paused): those to send
-    /// again. None while node rank 0 is not running (it hosts the rendezvous), once
-    /// [`ELASTIC_RESTARTS`] returns were made (each departure before them used a restart),
-    /// for a departed part whose end is not known yet (its torchrun might still run) or was
-    /// seen less than [`SETTLE`] ago, and for a machine that already runs a newer part of the
-    /// training.
+    /// again. None while node rank 0 is not running (it hosts the rendezvous), once a part
+    /// has succeeded (the training is ending: node 0's agent, and its rendezvous, stop next;
+    /// a part sent then waits 60 s for a store that is gone and fails the training, which a
+    /// CI run saw), once [`ELASTIC_RESTARTS`] returns were made (each departure before them
+    /// used a restart), for a departed part whose end is not known yet (its torchrun might
+    /// still run) or was seen less than [`SETTLE`] ago, and for a machine that already runs
+    /// a newer part of the training.
     pub fn due(
         &mut self,
         states: &[(JobPart, JobState, Option<String>)],
@@ -69,7 +71,8 @@ impl Returns {
         let host_runs = states
             .iter()
             .any(|(p, s, _)| p.node_rank == 0 && *s == JobState::Running && !losses.is_lost(&p.job));
-        if !losses.elastic() || !host_runs || self.made >= ELASTIC_RESTARTS {
+        let ending = states.iter().any(|(_, s, _)| *s == JobState::Succeeded);
+        if !losses.elastic() || !host_runs || ending || self.made >= ELASTIC_RESTARTS {
             return Vec::new();
         }
         let mut due: Vec<JobPart> = Vec::new();

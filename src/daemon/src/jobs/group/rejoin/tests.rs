@@ -85,6 +85,24 @@ fn nothing_returns_without_elasticity_a_running_host_or_restarts_left() {
         "the training ended"
     );
 
+    // Node 0 still runs, but another part (here the returned one) has succeeded: the
+    // training is ending, and a part sent now would find no rendezvous.
+    let (mut ending, losses) = preempted();
+    let mut back = part(1, JobState::Succeeded);
+    back.0.job = "part-1-again".into();
+    ending.push(back);
+    let (mut returns, settled) = seen(&states, &losses, now);
+    assert!(
+        returns.due(&ending, &losses, |_| true, settled).is_empty(),
+        "the training is ending"
+    );
+    ending.pop();
+    ending[2].1 = JobState::Succeeded;
+    assert!(
+        returns.due(&ending, &losses, |_| true, settled).is_empty(),
+        "another machine's part succeeded"
+    );
+
     let (mut returns, settled) = seen(&states, &losses, now);
     for _ in 0..ELASTIC_RESTARTS {
         returns.made("node-1");
