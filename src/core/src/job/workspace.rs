@@ -18,7 +18,7 @@ mod tests;
 pub use error::WorkspaceError;
 pub use parse::plan_workspace;
 pub use path::{normalise_path, PathError};
-pub use writer::TarWriter;
+pub use writer::{with_files, TarWriter};
 
 /// Largest archive accepted, and also the largest sum of file sizes.
 pub const MAX_WORKSPACE_BYTES: u64 = 16 << 20;

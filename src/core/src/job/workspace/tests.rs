@@ -76,6 +76,44 @@ fn a_written_workspace_plans_back_to_the_same_tree() {
 }
 
 #[test]
+fn files_added_to_a_workspace_replace_those_of_the_same_path_and_keep_the_rest() {
+    let mut w = TarWriter::new();
+    w.add_dir("src").unwrap();
+    w.add_file("run.sh", b"#!/bin/sh\n", true).unwrap();
+    w.add_file("partagpu-checkpoint.pt", b"older", false).unwrap();
+    let tar = w.finish();
+    let index: &[u8] = br#"{"step": 4}"#;
+    let added = with_files(
+        &tar,
+        &[
+            ("partagpu-checkpoint.pt", b"newer"),
+            ("partagpu-checkpoint.json", index),
+        ],
+    )
+    .unwrap();
+    let plan = plan_workspace(&added).unwrap();
+    let paths: Vec<&str> = plan.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "src",
+            "run.sh",
+            "partagpu-checkpoint.pt",
+            "partagpu-checkpoint.json"
+        ]
+    );
+    assert!(matches!(plan[1].kind, EntryKind::File { executable: true, .. }));
+    assert_eq!(file_data(&added, &plan[2]), b"newer");
+    assert_eq!(file_data(&added, &plan[3]), index);
+
+    let big = vec![0u8; MAX_WORKSPACE_BYTES as usize];
+    let err = with_files(&tar, &[("partagpu-checkpoint.pt", &big)]).unwrap_err();
+    assert!(err.to_string().contains("16 MiB"), "{err}");
+    assert!(with_files(b"not a tar", &[]).is_err());
+    assert!(with_files(&tar, &[("../out", b"x")]).is_err());
+}
+
+#[test]
 fn long_paths_use_the_ustar_prefix_or_a_pax_header() {
     let split = format!("{}/{}", "d".repeat(120), "f".repeat(90));
     let pax = format!("{}/{}", "p".repeat(50), "n".repeat(200));

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 //! The in-memory ustar writer a client packs its workspace with.
 
-use super::parse::BLOCK;
+use super::parse::{plan_workspace, BLOCK};
 use super::path::normalise_path;
 use super::tree::Tree;
-use super::{WorkspaceError, MAX_WORKSPACE_BYTES};
+use super::{EntryKind, WorkspaceError, MAX_WORKSPACE_BYTES};
 
 /// Writes a workspace archive in memory, refusing while adding what [`plan_workspace`]
 /// would refuse later, so a client learns early (and before reading more files).
@@ -110,6 +110,34 @@ impl TarWriter {
         self.out
             .resize(self.out.len() + padded(data.len()) - data.len(), 0);
     }
+}
+
+/// The workspace `tar` with `files` (path, content) added, each in place of an entry of the
+/// same path: a training that starts again is sent its workspace with the checkpoint it
+/// goes on from (a user may have put an older one beside the script).
+///
+/// # Errors
+/// [`WorkspaceError`] when `tar` is not a valid workspace, or the result breaks a rule or
+/// a cap (a checkpoint larger than what a workspace takes).
+pub fn with_files(tar: &[u8], files: &[(&str, &[u8])]) -> Result<Vec<u8>, WorkspaceError> {
+    let replaced: Vec<String> = files
+        .iter()
+        .map(|(path, _)| normalise_path(path.as_bytes()))
+        .collect::<Result<_, _>>()?;
+    let mut writer = TarWriter::new();
+    for entry in plan_workspace(tar)? {
+        if replaced.contains(&entry.path) {
+            continue;
+        }
+        match entry.kind {
+            EntryKind::Directory => writer.add_dir(&entry.path)?,
+            EntryKind::File { data, executable } => writer.add_file(&entry.path, &tar[data], executable)?,
+        }
+    }
+    for (path, data) in files {
+        writer.add_file(path, data, false)?;
+    }
+    Ok(writer.finish())
 }
 
 fn padded(size: usize) -> usize {
