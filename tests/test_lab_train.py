@@ -337,14 +337,14 @@ def part_states(record):
     return [p["state"] for p in sorted(record["parts"], key=lambda p: p["node_rank"])]
 
 
-def check_every_epoch_once(tmp_path, epochs, processes_at_end=2):
-    """metrics.json has each epoch once, the first on 3 processes and the last on
-    `processes_at_end`; model.pt loads. Returns the processes of each epoch."""
+def check_every_epoch_once(tmp_path, epochs, processes_at_end=2, processes_at_start=3):
+    """metrics.json has each epoch once, the first on `processes_at_start` processes and the
+    last on `processes_at_end`; model.pt loads. Returns the processes of each epoch."""
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     processes = [e["processes"] for e in metrics["epochs"]]
     print("epochs:", [(e["epoch"], e["processes"]) for e in metrics["epochs"]])
     assert [e["epoch"] for e in metrics["epochs"]] == list(range(1, epochs + 1))
-    assert processes[0] == 3 and processes[-1] == processes_at_end
+    assert processes[0] == processes_at_start and processes[-1] == processes_at_end
     check = run([TORCH, "-c", "import sys, torch; sys.path.insert(0, sys.argv[2]); import train; "
                  "m = train.UNet(); m.load_state_dict(torch.load(sys.argv[1])); print('loaded')",
                  str(tmp_path / "model.pt"), str(TRAIN.parent)], timeout=120)
@@ -395,29 +395,37 @@ def test_a_machine_paused_past_the_grace_leaves_the_training_and_rejoins_when_re
     wait_for_the_whole_room()
 
 
+def losing_node_0_in_epoch_3(epochs, *args, output, timeout):
+    """A training that machine 1 coordinates on machines 2 and 3 only (so every checkpoint is
+    on other machines), whose node 0 loses its service in epoch 3, once machine 1 had time to
+    copy the checkpoint of epoch 2. Its return code, whole stdout and stderr."""
+    runner = training_on(1, "--nodes", "lab-2,lab-3", *args, str(TRAIN), "--epochs", str(epochs), output=output)
+    try:
+        seen = []
+        for line in runner.stdout:
+            seen.append(line)
+            if f"epoch 2/{epochs}:" in line:
+                break
+        else:
+            raise AssertionError("".join(seen)[-3000:] + runner.stderr.read()[-3000:])
+        time.sleep(8)  # the coordinator asks a part elsewhere every 5 s
+        os.kill(int((LAB_DIR / "m2" / "partagpud.pid").read_text()), signal.SIGKILL)
+        rest, err = runner.communicate(timeout=timeout)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        lab_ok("start", "2")
+    return runner.returncode, "".join(seen) + rest, err
+
+
 def test_a_training_that_loses_node_0_leaves_its_last_checkpoint_to_go_on_from(train_lab, tmp_path):
     """Machine 1 coordinates a training on machines 2 and 3 only, so every checkpoint is on
     other machines; it keeps a copy of the newest. Node 0's service is killed in epoch 3:
     the training fails naming it, and the copy comes back to the submitter. A new run with
     that file beside the script goes on from it, and metrics.json has every epoch once."""
     out = tmp_path / "first"
-    runner = training_on(1, "--nodes", "lab-2,lab-3", str(TRAIN), "--epochs", "50", output=out)
-    try:
-        seen = []
-        for line in runner.stdout:
-            seen.append(line)
-            if "epoch 2/50:" in line:
-                break
-        else:
-            raise AssertionError("".join(seen)[-3000:] + runner.stderr.read()[-3000:])
-        time.sleep(8)  # the coordinator asks a part elsewhere every 5 s
-        os.kill(int((LAB_DIR / "m2" / "partagpud.pid").read_text()), signal.SIGKILL)
-        rest, err = runner.communicate(timeout=120)
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-        lab_ok("start", "2")
-    assert runner.returncode == 1, err[-2000:]
+    returncode, rest, err = losing_node_0_in_epoch_3(50, output=out, timeout=120)
+    assert returncode == 1, err[-2000:]
     kept = out / "partagpu-checkpoint.pt"
     assert "lab-2 (node 0) vanished" in err, err[-2000:]
     assert f"its last checkpoint was saved to {kept}: put it beside the script" in err, err[-2000:]
@@ -443,6 +451,29 @@ def test_a_training_that_loses_node_0_leaves_its_last_checkpoint_to_go_on_from(t
     metrics = json.loads((tmp_path / "second" / "metrics.json").read_text())
     assert [e["epoch"] for e in metrics["epochs"]] == list(range(1, epochs + 1))
     assert [e["processes"] for e in metrics["epochs"]] == [2] * (step + 1) + [3] * 2
+
+
+def test_an_elastic_training_that_loses_node_0_starts_again_on_the_others_from_its_checkpoint(train_lab, tmp_path):
+    """`--min-nodes 1`: machine 1 coordinates a training on machines 2 and 3 only, and node
+    0's service (machine 2's) is killed in epoch 3. The coordinator stops machine 3's part and
+    starts the training again on machine 3 alone, from the checkpoint it holds: the job
+    succeeds, model.pt loads and metrics.json has every epoch once."""
+    epochs = 12
+    returncode, out, err = losing_node_0_in_epoch_3(epochs, "--min-nodes", "1", output=tmp_path, timeout=300)
+    if returncode != 0:
+        print(out, err, sep="\n")  # whole: pytest cuts a long message to its last line
+    assert returncode == 0, (out[-3000:], err[-3000:])
+    assert re.search(r"\[partagpu\] lab-2 \(node 0\) vanished: the machine went offline, and it held the "
+                     r"training's rendezvous: the training starts again on lab-3 from its last checkpoint "
+                     r"\(step \d+\)", out), out[-3000:]
+    assert "resuming after epoch" in out, out[-3000:]
+    assert "succeeded on lab-2, lab-3 (lab-2 lost on the way)" in err, err[-2000:]
+    check_every_epoch_once(tmp_path, epochs, processes_at_end=1, processes_at_start=2)
+    record = group_record(1)
+    assert record["state"] == "succeeded", record
+    assert [(p["node_name"], p["node_rank"]) for p in record["parts"]] == [("lab-2", 0), ("lab-3", 1), ("lab-3", 0)]
+    assert record["parts"][0]["state"] == "lost" and record["parts"][-1]["state"] == "succeeded", record["parts"]
+    wait_for_the_whole_room()
 
 
 # Last in this module: it leaves machine 3 powered off until the lab goes down.

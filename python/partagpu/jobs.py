@@ -272,12 +272,14 @@ class Job:
         training using :mod:`partagpu.ddp`, ``training`` (its reports: prediction, steps,
         ``slowest`` of the last few steps, ``slowest_counts`` by machine) or None."""
         record = self.record
-        parts = sorted(record.get("parts") or [], key=lambda p: p.get("node_rank", 0))
+        parts = record.get("parts") or []
         if parts:
-            # A machine that left an elastic training and came back has a part per attempt.
+            # A machine that left an elastic training and came back, or took it again when it
+            # started again without node 0, has a part per attempt: the newest comes last.
             newest = {}
             for part in parts:
                 newest[part.get("node_name") or part.get("node", "?")] = part
+            newest = dict(sorted(newest.items(), key=lambda item: item[1].get("node_rank", 0)))
             machines = list(newest)
             ranks = {name: p.get("node_rank", 0) for name, p in newest.items()}
             processes = sum(int(p.get("processes", 1)) for p in newest.values())

@@ -57,3 +57,14 @@ def test_a_summary_tells_machines_that_left_from_those_that_came_back():
     assert info["machines"] == ["lab-1", "lab-2", "lab-3"] and info["processes"] == 3
     assert info["lost"] == ["lab-3"] and info["rejoined"] == ["lab-2"]
     assert stragglers.usual_straggler(info["training"]) == "lab-3 (slowest in 2 of 3 step reports)"
+
+
+def test_a_summary_of_a_training_that_started_again_gives_each_machine_its_newest_part():
+    from partagpu.jobs import Job
+
+    parts = [{"job": "a", "node_name": "lab-2", "node_rank": 0, "processes": 1, "state": "lost"},
+             {"job": "b", "node_name": "lab-3", "node_rank": 1, "processes": 1, "state": "cancelled"},
+             {"job": "c", "node_name": "lab-3", "node_rank": 0, "processes": 1, "state": "succeeded"}]
+    info = Job("h", {"state": "succeeded", "parts": parts}, transport=object()).summary()
+    assert info["machines"] == ["lab-2", "lab-3"] and info["ranks"] == {"lab-2": 0, "lab-3": 0}
+    assert info["lost"] == ["lab-2"] and info["rejoined"] == []

@@ -7,8 +7,10 @@
 
 mod coordinator;
 pub mod elastic;
+mod ending;
 pub mod plan;
 mod rejoin;
+mod relaunch;
 mod shipping;
 
 pub use coordinator::coordinate;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 //! The coordinator of a training: every [`TICK`] it copies the parts' new output into the
 //! group's log (taking out the training reports), follows their states, goes on without a
-//! part that left an elastic training and sends it again when its machine returns, stops
-//! them all when one fails or on request, and ends the group in one terminal state.
+//! part that left an elastic training and sends it again when its machine returns, starts
+//! the training again on the others when node 0 left it, stops them all when one fails or
+//! on request, and ends the group in one terminal state.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,10 +14,10 @@ use partagpu_core::job::state::JobState;
 use partagpu_core::job::training::{self, TrainingReport, TrainingUpdate};
 
 use super::super::manager::{JobEntry, JobManager, Stop};
-use super::super::runner::end;
 use super::super::spool::{append_log, read_log};
 use super::super::store::files;
-use super::{elastic, rejoin, shipping, TICK};
+use super::ending::finish;
+use super::{elastic, rejoin, relaunch, shipping, TICK};
 use crate::peer::PeerContext;
 
 /// Where each part's output has been copied up to, beside the group's log (not synced: after
@@ -36,10 +37,14 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
     let mut stop_sent = false;
     let mut returns = rejoin::Returns::default();
     let mut losses = elastic::Losses::new(shared.submitted.spec(group.handle()).and_then(|s| s.min_nodes));
+    let mut launches = relaunch::Launches::load(&dir);
+    // The parts the checkpoint is no longer copied from: lost, or of an earlier launch.
+    let (gone, gone_seen) = tokio::sync::watch::channel(std::collections::BTreeSet::new());
     let shipper = tokio::spawn(shipping::ship(
         jobs.clone(),
         Arc::clone(&peer),
         Arc::clone(&group),
+        gone_seen,
     ));
     loop {
         let record = group.record();
@@ -73,26 +78,73 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
             dir.join(OFFSETS),
             serde_json::to_vec(&offsets).unwrap_or_default(),
         );
-        if failure.is_none() {
+        // Decisions are about the current launch; earlier ones' parts only end (relaunch.rs).
+        let current = launches.current(&states);
+        if failure.is_none() && !launches.pending() {
             let mut departed: Vec<(JobPart, elastic::Departure)> =
-                vanished(&peer, &shared.node_id, &states, &losses)
+                vanished(&peer, &shared.node_id, &current, &losses)
                     .into_iter()
                     .map(|part| (part, elastic::Departure::Vanished))
                     .collect();
             if losses.elastic() {
                 // Without elasticity a preempted part is a failure like any other (below).
                 departed.extend(
-                    states
+                    current
                         .iter()
                         .filter(|(p, s, _)| *s == JobState::Preempted && !losses.is_lost(&p.job))
                         .map(|(p, _, _)| (p.clone(), elastic::Departure::Preempted)),
                 );
             }
-            failure = leave_behind(&mut losses, departed, &states, &dir, group.handle());
-            failure = failure.or_else(|| first_failure(&shared, &states, &losses));
+            failure = match leave_behind(&mut losses, departed, &current, &dir, group.handle()) {
+                Left::Stays => None,
+                Left::Ends(why) => Some(why),
+                Left::NodeZero(what) => match launches.begin(&what, &current, &dir) {
+                    Ok(running) => {
+                        for job in running {
+                            if let Ok(entry) = shared.find(&job) {
+                                jobs.cancel(&entry, "the training, to start again without its node 0");
+                            }
+                        }
+                        None
+                    }
+                    Err(why) => Some(why),
+                },
+            };
+            if !launches.pending() {
+                failure = failure.or_else(|| first_failure(&shared, &current, &losses));
+            }
         }
-        if failure.is_none() && stop.is_none() && states.iter().any(|(p, _, _)| losses.is_lost(&p.job)) {
-            rejoin::bring_back(&jobs, &peer, &group, &dir, &states, &losses, &mut returns).await;
+        let mut launched = false;
+        if failure.is_none() && stop.is_none() && launches.pending() {
+            match launches.go_on(&jobs, &peer, &group, &dir, &states).await {
+                Ok(made) => launched = made,
+                Err(why) => failure = Some(why),
+            }
+        }
+        if launched {
+            // The new parts are followed from the next look on; the machines of the new
+            // launch may leave and come back in their turn.
+            returns = rejoin::Returns::default();
+            tokio::time::sleep(TICK).await;
+            continue;
+        }
+        gone.send_if_modified(|gone| {
+            let before = gone.len();
+            gone.extend(
+                states
+                    .iter()
+                    .map(|(p, _, _)| &p.job)
+                    .filter(|job| losses.is_lost(job) || launches.is_retired(job))
+                    .cloned(),
+            );
+            gone.len() != before
+        });
+        if failure.is_none()
+            && stop.is_none()
+            && !launches.pending()
+            && current.iter().any(|(p, _, _)| losses.is_lost(&p.job))
+        {
+            rejoin::bring_back(&jobs, &peer, &group, &dir, &current, &losses, &mut returns).await;
         }
         if (failure.is_some() || stop.is_some()) && !stop_sent {
             stop_sent = true;
@@ -120,9 +172,11 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
         } else {
             Vec::new()
         };
-        if states
-            .iter()
-            .all(|(p, s, _)| s.is_terminal() || offline.contains(&p.node.as_str()) || losses.is_lost(&p.job))
+        let waiting = launches.pending() && failure.is_none() && stop.is_none();
+        if !waiting
+            && states.iter().all(|(p, s, _)| {
+                s.is_terminal() || offline.contains(&p.node.as_str()) || losses.is_lost(&p.job)
+            })
         {
             let mut states = states;
             losses.mark(&mut states);
@@ -137,7 +191,7 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
             // No copy may land once the end is being written.
             shipper.abort();
             let _ = shipper.await;
-            finish(&jobs, &group, &states, stop, failure);
+            finish(&jobs, &group, &states, &launches, stop, failure);
             return;
         }
         tokio::time::sleep(TICK).await;
@@ -164,25 +218,36 @@ fn vanished(
         .collect()
 }
 
+/// What the parts that left mean for the training.
+enum Left {
+    /// It goes on with the others (or none left).
+    Stays,
+    /// It must end; why.
+    Ends(String),
+    /// Node 0 left, and enough others remain to start it again (relaunch.rs); what happened.
+    NodeZero(String),
+}
+
 /// Parts that left: an elastic training goes on without them while it can (said in its log);
-/// otherwise the reason it must end.
+/// otherwise the reason it must end, or node 0's departure.
 fn leave_behind(
     losses: &mut elastic::Losses,
     departed: Vec<(JobPart, elastic::Departure)>,
     states: &[(JobPart, JobState, Option<String>)],
     dir: &std::path::Path,
     handle: &str,
-) -> Option<String> {
+) -> Left {
     for (part, how) in departed {
         match losses.left(&part, states, how) {
             elastic::Verdict::GoesOn(line) => {
                 tracing::warn!(group = handle, part = part.job, "{}", line.trim_end());
                 let _ = append_log(dir, line.as_bytes());
             }
-            elastic::Verdict::Ends(why) => return Some(why),
+            elastic::Verdict::Ends(why) => return Left::Ends(why),
+            elastic::Verdict::StartsAgain(what) => return Left::NodeZero(what),
         }
     }
-    None
+    Left::Stays
 }
 
 /// Nodes of unfinished parts that are offline now.
@@ -284,89 +349,4 @@ fn copy_output(
     }
     copied.logged = !out.is_empty() && append_log(dir, &out).is_ok();
     copied
-}
-
-/// The name a part's artifact gets in its training: rank 0's keep theirs (`model.pt`), the
-/// other ranks' go under `rank-N/` (only when every rank's were asked for).
-fn artifact_in_group(node_rank: u32, name: &str) -> String {
-    if node_rank == 0 {
-        name.to_owned()
-    } else {
-        format!("rank-{node_rank}/{name}")
-    }
-}
-
-/// A training that did not succeed leaves the newest checkpoint copied to this machine as
-/// its artifact, said in its log.
-fn last_checkpoint(dir: &std::path::Path) -> Option<partagpu_core::job::state::ArtifactInfo> {
-    let (shipped, path) = shipping::held(dir)?;
-    let to = dir.join(files::ARTIFACTS).join(&shipped.artifact.name);
-    fs::create_dir_all(dir.join(files::ARTIFACTS)).ok()?;
-    fs::rename(&path, &to).ok()?;
-    let line = format!(
-        "[partagpu] its last checkpoint (step {}) is kept: {}. Put it beside the script to go on from there.\n",
-        shipped.step, shipped.artifact.name
-    );
-    let _ = append_log(dir, line.as_bytes());
-    Some(shipped.artifact)
-}
-
-/// The group's one terminal state, with rank 0's artifacts when it succeeded (every rank's
-/// when the spec asked), or its last checkpoint when it did not.
-fn finish(
-    jobs: &JobManager,
-    group: &JobEntry,
-    states: &[(JobPart, JobState, Option<String>)],
-    stop: Option<Stop>,
-    failure: Option<String>,
-) {
-    let shared = &jobs.shared;
-    let dir = shared.submitted.dir(group.handle());
-    // No machine rejoins an ended training.
-    let _ = fs::remove_file(dir.join(rejoin::WORKSPACE));
-    let mut artifacts = Vec::new();
-    let (state, reason) = match (&stop, failure) {
-        (Some(Stop::Cancelled(by)), _) => {
-            artifacts.extend(last_checkpoint(&dir));
-            (JobState::Cancelled, Some(format!("cancelled by {by}")))
-        }
-        (_, Some(why)) => {
-            artifacts.extend(last_checkpoint(&dir));
-            (JobState::Failed, Some(why))
-        }
-        _ => {
-            // Parts other than rank 0 only collected artifacts if every rank's were asked.
-            for (part, _, _) in states {
-                let Ok(entry) = shared.find(&part.job) else {
-                    continue;
-                };
-                let record = entry.record();
-                let from = shared.store_of(&record).dir(&record.job).join(files::ARTIFACTS);
-                for info in &record.artifacts {
-                    let name = artifact_in_group(part.node_rank, &info.name);
-                    let to = dir.join(files::ARTIFACTS).join(&name);
-                    let copied = to
-                        .parent()
-                        .map_or(Ok(()), fs::create_dir_all)
-                        .and_then(|()| fs::copy(from.join(&info.name), &to));
-                    if copied.is_ok() {
-                        let mut info = info.clone();
-                        info.name = name;
-                        artifacts.push(info);
-                    }
-                }
-            }
-            (JobState::Succeeded, None)
-        }
-    };
-    let _ = fs::remove_dir_all(dir.join(shipping::DIR));
-    let log_len = fs::metadata(dir.join(files::LOG)).map_or(0, |m| m.len());
-    shared.commit(group, |r| {
-        end(r, state, reason, None);
-        r.artifacts = artifacts;
-        r.log_bytes = log_len;
-        for (part, (_, s, _)) in r.parts.iter_mut().zip(states) {
-            part.state = *s;
-        }
-    });
 }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 //! What an elastic training (`min_nodes`) does when a machine is lost: it goes on without the
-//! part while at least `min_nodes` remain and the lost one is not node rank 0 (which hosts
-//! the rendezvous store and saves the artifacts). torchrun's agents on the others restart
-//! their workers, which resume from their checkpoint; here the coordinator only has to not
-//! end the training, say so in its log, and mark the part lost at the end.
+//! part while at least `min_nodes` remain. For any node but rank 0, torchrun's agents on the
+//! others restart their workers, which resume from their checkpoint; here the coordinator
+//! only has to not end the training, say so in its log, and mark the part lost at the end.
+//! Node rank 0 hosts the rendezvous store, so its loss stops every agent: the training then
+//! starts again on the others (relaunch.rs).
 
 use std::collections::BTreeSet;
 
@@ -31,6 +32,9 @@ pub enum Departure {
 pub enum Verdict {
     /// The training goes on; the line to write in its log.
     GoesOn(String),
+    /// Node rank 0 left: the others are enough, but only a new launch without it can go on
+    /// (relaunch.rs). What happened, for the log.
+    StartsAgain(String),
     /// The training ends; why.
     Ends(String),
 }
@@ -72,9 +76,6 @@ impl Losses {
         let Some(min) = self.min_nodes else {
             return Verdict::Ends(format!("{what}: {why}"));
         };
-        if part.node_rank == 0 {
-            return Verdict::Ends(format!("{what}: {why}, and it held the training's rendezvous"));
-        }
         let remaining = states
             .iter()
             .filter(|(p, s, _)| p.job != part.job && !self.is_lost(&p.job) && !s.is_terminal())
@@ -85,6 +86,9 @@ impl Losses {
             ));
         }
         self.lost.insert(part.job.clone());
+        if part.node_rank == 0 {
+            return Verdict::StartsAgain(format!("{what}: {why}, and it held the training's rendezvous"));
+        }
         Verdict::GoesOn(format!(
             "[partagpu] {what}: {why}; the training goes on with {remaining} machine(s) from its last checkpoint\n"
         ))
@@ -177,11 +181,24 @@ mod tests {
     }
 
     #[test]
-    fn losing_rank_zero_ends_even_an_elastic_training() {
+    fn losing_rank_zero_starts_an_elastic_training_again_while_enough_remain() {
         let states = vec![part(0), part(1), part(2)];
-        let Verdict::Ends(why) = Losses::new(Some(1)).left(&states[0].0, &states, Departure::Vanished) else {
-            panic!("rank 0 holds the store");
+        let mut losses = Losses::new(Some(2));
+        let Verdict::StartsAgain(what) = losses.left(&states[0].0, &states, Departure::Vanished) else {
+            panic!("rank 0 holds the store: only a new launch goes on");
         };
-        assert!(why.contains("held the training's rendezvous"));
+        assert_eq!(
+            what,
+            "lab-1 (node 0) vanished: the machine went offline, and it held the training's rendezvous"
+        );
+        assert!(losses.is_lost("part-0"));
+
+        let two = vec![part(0), part(1)];
+        let Verdict::Ends(why) = Losses::new(Some(2)).left(&two[0].0, &two, Departure::Vanished) else {
+            panic!("one machine is left of the two needed");
+        };
+        assert!(why.contains("1 machine(s) are left of the 2"), "{why}");
+        let not_elastic = Losses::new(None).left(&two[0].0, &two, Departure::Vanished);
+        assert!(matches!(not_elastic, Verdict::Ends(_)));
     }
 }

@@ -6,6 +6,7 @@
 //! training uses). It keeps only a newer step than it holds. A training that fails or is
 //! cancelled, even with node 0's machine, leaves that copy to its submitter as an artifact.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -45,8 +46,14 @@ pub fn held(group_dir: &Path) -> Option<(ShippedCheckpoint, PathBuf)> {
     Some((shipped, path))
 }
 
-/// Copies the training's newest checkpoint to this machine until the group ends.
-pub async fn ship(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<JobEntry>) {
+/// Copies the training's newest checkpoint to this machine until the group ends, never from
+/// the parts in `gone` (lost, or of an earlier launch: coordinator.rs).
+pub async fn ship(
+    jobs: JobManager,
+    peer: Arc<PeerContext>,
+    group: Arc<JobEntry>,
+    gone: tokio::sync::watch::Receiver<BTreeSet<String>>,
+) {
     let group_dir = jobs.shared.submitted.dir(group.handle());
     let mut asked_elsewhere: Option<Instant> = None;
     let mut link: Option<Link> = None;
@@ -56,7 +63,7 @@ pub async fn ship(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<JobEntry>
         if group.record().state.is_terminal() {
             return;
         }
-        let Some((part, entry)) = source(&jobs, &group) else {
+        let Some((part, entry)) = source(&jobs, &group, &gone.borrow()) else {
             continue;
         };
         let after = after_step(held(&group_dir).map(|(h, _)| h).as_ref());
@@ -95,13 +102,14 @@ pub async fn ship(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<JobEntry>
 }
 
 /// The part to copy from: the one running on this machine, else the running part of the
-/// lowest node rank.
-fn source(jobs: &JobManager, group: &JobEntry) -> Option<(JobPart, Arc<JobEntry>)> {
+/// lowest node rank; none of those `gone`.
+fn source(jobs: &JobManager, group: &JobEntry, gone: &BTreeSet<String>) -> Option<(JobPart, Arc<JobEntry>)> {
     let own = &jobs.shared.node_id;
     let mut running: Vec<(JobPart, Arc<JobEntry>)> = group
         .record()
         .parts
         .into_iter()
+        .filter(|part| !gone.contains(&part.job))
         .filter_map(|part| {
             let entry = jobs.shared.find(&part.job).ok()?;
             matches!(entry.record().state, JobState::Running | JobState::Paused).then_some((part, entry))
