@@ -80,6 +80,9 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
         );
         // Decisions are about the current launch; earlier ones' parts only end (relaunch.rs).
         let current = launches.current(&states);
+        if failure.is_none() {
+            failure = launches.interrupted(&states);
+        }
         if failure.is_none() && !launches.pending() {
             let mut departed: Vec<(JobPart, elastic::Departure)> =
                 vanished(&peer, &shared.node_id, &current, &losses)

@@ -95,6 +95,18 @@ impl Launches {
             .collect()
     }
 
+    /// Why the training must end when every part is retired and no launch is being prepared:
+    /// this service restarted between stopping a launch and sending the next (the launch
+    /// being prepared is not written), so nothing would run again.
+    #[must_use]
+    pub fn interrupted(&self, states: &States) -> Option<String> {
+        let all_retired = !states.is_empty() && states.iter().all(|(p, _, _)| self.is_retired(&p.job));
+        (all_retired && !self.pending()).then(|| {
+            "this machine's service restarted while the training was starting again without its node 0"
+                .to_owned()
+        })
+    }
+
     /// Node 0 left (`what`, its part already given up on): retires the current parts and
     /// gives those still running, to be stopped; the new launch follows once they ended
     /// ([`Self::go_on`]).

@@ -18,6 +18,11 @@ fn losing_node_0_retires_the_launch_and_stops_the_parts_still_running() {
         .unwrap();
     assert_eq!(running, ["part-0", "part-1", "part-3"]);
     assert!(launches.pending() && launches.current(&states).is_empty());
+    assert_eq!(
+        launches.interrupted(&states),
+        None,
+        "the next launch is being prepared"
+    );
     let survivors: Vec<u32> = launches
         .pending
         .as_ref()
@@ -64,6 +69,15 @@ fn retired_parts_are_remembered_across_a_restart_and_relaunches_are_few() {
     let mut again = Launches::load(dir.path());
     assert!(again.is_retired("part-0") && !again.is_retired("part-1"));
     assert!(!again.pending(), "a launch being prepared is not written");
+    let why = again.interrupted(&[part(0, JobState::Running)]).unwrap();
+    assert!(
+        why.contains("restarted while the training was starting again"),
+        "{why}"
+    );
+    assert_eq!(
+        again.interrupted(&[part(0, JobState::Lost), part(1, JobState::Running)]),
+        None
+    );
     let why = again
         .begin(
             "lab-2 (node 0) vanished",
