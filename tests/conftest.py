@@ -184,6 +184,30 @@ def status(bus: Bus):
     return json.loads(ctl(bus, "status", "--json", check=True).stdout)
 
 
+LAB_DIR = Path(os.environ.get("PARTAGPU_LAB_DIR", "/tmp/partagpu-lab"))
+LAB_FAILURES = Path(os.environ.get("PARTAGPU_LAB_FAILURES", "/tmp/partagpu-lab-failures"))
+LAB_LOG_TAIL = 60
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """When a test fails while a virtual lab is up, its services' logs go with the report (and
+    are copied under LAB_FAILURES): the lab is torn down right after, and a failure seen once
+    in CI must be explainable from its log alone."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed or not LAB_DIR.is_dir():
+        return
+    kept = LAB_FAILURES / re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid)
+    for log in sorted(LAB_DIR.glob("m*/partagpud.log")):
+        machine = log.parent.name
+        text = log.read_text(errors="replace")
+        kept.mkdir(parents=True, exist_ok=True)
+        (kept / f"{machine}-partagpud.log").write_text(text)
+        tail = "\n".join(text.splitlines()[-LAB_LOG_TAIL:])
+        report.sections.append((f"{machine}/partagpud.log (last {LAB_LOG_TAIL} lines, all in {kept})", tail))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def built_binaries():
     for name in ("partagpud", "partagpuctl"):

@@ -8,12 +8,13 @@
 //! looks (the second after a random wait) → create one. Two such rooms with the same label
 //! and code end as one: a member of the higher room id joins the lower one when it sees it.
 //! Only the code proves that a room is the configured one (a member must accept it in the
-//! SPAKE2 handshake), so a room that refuses it is someone else's and is never tried again.
+//! SPAKE2 handshake), so a room that refuses it is someone else's and is never tried again;
+//! a room whose members cannot be reached only rests a while (`rest_after`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use partagpu_core::journal::Severity;
 use partagpu_core::room::{RoomCode, RoomId};
@@ -40,8 +41,14 @@ pub const SETTLE_JITTER_MS: u32 = 3000;
 const MERGE_EVERY: Duration = Duration::from_secs(5);
 /// Wait after a join that could not reach a member.
 const RETRY_AFTER: Duration = Duration::from_secs(2);
-/// Failed joins (unreachable, not a refusal) after which a room id is given up until restart.
+/// Failed joins in a row (unreachable, not a refusal) after which a room id rests a while.
 const MAX_FAILURES: u32 = 3;
+/// The first rest of an unreachable room; each further failure doubles it, up to `LONGEST_REST`.
+/// Not forever: a link that comes back late (a cable, a switch, a member still starting) must
+/// not leave the lab split into two rooms until someone restarts the service.
+const FIRST_REST: Duration = Duration::from_secs(20);
+/// The longest rest of an unreachable room.
+const LONGEST_REST: Duration = Duration::from_secs(300);
 /// Rooms with our label that refused the code, at most (each try is a guess there).
 const MAX_FOREIGN: usize = 8;
 
@@ -50,6 +57,22 @@ struct Marker {
     label: String,
     room_id: String,
     at_ms: u64,
+}
+
+/// How long a room whose members could not be reached `failures` times in a row is passed
+/// over; `None` while it may still be tried at once.
+#[must_use]
+pub fn rest_after(failures: u32) -> Option<Duration> {
+    let doublings = failures.checked_sub(MAX_FAILURES)?;
+    let rest = FIRST_REST.saturating_mul(1 << doublings.min(16));
+    Some(rest.min(LONGEST_REST))
+}
+
+/// The failed joins of one room id in a row, and until when it is passed over.
+#[derive(Debug, Default)]
+struct Unreachable {
+    failures: u32,
+    resting_until: Option<Instant>,
 }
 
 /// What to do at start, from what the state directory says.
@@ -121,7 +144,7 @@ pub struct ConfigRoom {
     code: RoomCode,
     /// Rooms that refused the code: someone else's.
     foreign: BTreeSet<RoomId>,
-    failures: HashMap<RoomId, u32>,
+    unreachable: HashMap<RoomId, Unreachable>,
 }
 
 fn describe(label: &str, room_id: &RoomId) -> String {
@@ -144,7 +167,7 @@ impl ConfigRoom {
             label: room.label.clone(),
             code: room.code.code().clone(),
             foreign: BTreeSet::new(),
-            failures: HashMap::new(),
+            unreachable: HashMap::new(),
         }
     }
 
@@ -185,7 +208,11 @@ impl ConfigRoom {
     fn skipped(&self, room_id: &RoomId) -> bool {
         self.foreign.contains(room_id)
             || self.foreign.len() >= MAX_FOREIGN
-            || self.failures.get(room_id).is_some_and(|n| *n >= MAX_FAILURES)
+            || self
+                .unreachable
+                .get(room_id)
+                .and_then(|u| u.resting_until)
+                .is_some_and(|until| Instant::now() < until)
     }
 
     /// Runs for as long as the service runs.
@@ -280,6 +307,7 @@ impl ConfigRoom {
             .await
         {
             Ok((room, via)) => {
+                self.unreachable.remove(&room_id);
                 self.mark_applied(&room.room_id);
                 let message = match moving_from {
                     None => format!(
@@ -310,7 +338,17 @@ impl ConfigRoom {
             }
             Err(error) => {
                 tracing::info!(%error, room = %room_id, "cannot join the room of the configuration file yet");
-                *self.failures.entry(room_id).or_default() += 1;
+                let unreachable = self.unreachable.entry(room_id).or_default();
+                unreachable.failures += 1;
+                if let Some(rest) = rest_after(unreachable.failures) {
+                    unreachable.resting_until = Some(Instant::now() + rest);
+                    tracing::warn!(
+                        room = %room_id,
+                        failures = unreachable.failures,
+                        rest_s = rest.as_secs(),
+                        "no member of the room answered: passing it over for a while"
+                    );
+                }
                 tokio::time::sleep(RETRY_AFTER).await;
                 false
             }
@@ -325,6 +363,7 @@ impl ConfigRoom {
             if let Some(own) = self.in_config_room() {
                 let rooms = discovery.rooms();
                 if let Some(lower) = lowest_room(&rooms, &self.label, Some(own), |id| self.skipped(id)) {
+                    tracing::info!(from = %own, to = %lower.0, "a lower room with the label of the configuration file is visible: moving into it");
                     self.try_join(lower, Some(own)).await;
                     continue;
                 }

@@ -230,6 +230,14 @@ async fn keep_browsing(daemon: ServiceDaemon, shared: Arc<Shared>) {
                             .map(|ip| SocketAddr::new(ip, service.get_port()))
                             .collect()
                     };
+                    if room.is_some() && addresses.is_empty() {
+                        tracing::info!(
+                            announcement = %fullname,
+                            addresses = ?service.get_addresses_v4(),
+                            lan = ?lock(&shared.lan),
+                            "an announcement has no address inside the LAN prefixes: ignored"
+                        );
+                    }
                     let mut table = lock(&shared.table);
                     match room {
                         Some(room) if !addresses.is_empty() => table.insert(

@@ -54,3 +54,13 @@ fn only_lower_rooms_that_are_not_skipped_are_merged_into() {
     let next = lowest_room(&rooms, "B12", Some(id(7)), |r| *r == id(3)).unwrap();
     assert_eq!(next.0, id(5));
 }
+
+#[test]
+fn an_unreachable_room_rests_longer_each_time_but_never_forever() {
+    assert_eq!(rest_after(0), None);
+    assert_eq!(rest_after(MAX_FAILURES - 1), None);
+    assert_eq!(rest_after(MAX_FAILURES), Some(FIRST_REST));
+    assert_eq!(rest_after(MAX_FAILURES + 1), Some(FIRST_REST * 2));
+    assert_eq!(rest_after(MAX_FAILURES + 40), Some(LONGEST_REST));
+    assert_eq!(rest_after(u32::MAX), Some(LONGEST_REST));
+}
