@@ -19,6 +19,7 @@ from test_lab_fleet import wait_until
 from test_virtual_lab import LAB, LAB_DIR, REPO, lab, lab_ok, on, run  # noqa: F401
 
 SCRIPTS = REPO / "tests" / "lab" / "jobs"
+PYTHON = os.environ.get("PARTAGPU_PYTHON", "/usr/bin/python3")  # with the partagpu package
 WORKSPACE_OF_TESTS = SCRIPTS  # the job scripts travel as the workspace
 # Machine 2: short pause grace and a small process cap, so preemption and the fork cap are
 # quick to observe.
@@ -84,7 +85,7 @@ def jobs_lab():
                    lambda: any(m["name"] == "lab-2" and m["online"] for m in
                                json.loads(on(1, "partagpuctl", "peers", "--json").stdout)["members"]),
                    timeout=10)
-        yield
+        yield code
     finally:
         down = lab("down", timeout=120)
         assert down.returncode == 0, down.stderr
@@ -219,7 +220,7 @@ def test_ctrl_c_on_the_submitting_cli_cancels_everywhere(jobs_lab):
 def test_hostile_workspaces_are_refused_and_nothing_is_written(jobs_lab):
     before = sorted(p.name for p in (LAB_DIR / "m1" / "state" / "jobs").iterdir())
     cases = ["traversal", "absolute", "symlink", "hardlink", "fifo", "device", "too_many_files", "oversize",
-             "lying_size"]
+             "lying_size", "checkpoint_not_sent"]
     result = on(1, "/usr/bin/python3", str(SCRIPTS / "submit_raw.py"), *cases, timeout=60)
     assert result.returncode == 0, result.stderr
     answers = json.loads(result.stdout)
@@ -228,7 +229,29 @@ def test_hostile_workspaces_are_refused_and_nothing_is_written(jobs_lab):
         print(f"{case}: {answers[case]['message']}")
     assert "link" in answers["symlink"]["message"] and "link" in answers["hardlink"]["message"]
     assert "FIFO" in answers["fifo"]["message"] or "fifo" in answers["fifo"]["message"].lower()
+    assert "checkpoint to start from that did not come with it" in answers["checkpoint_not_sent"]["message"]
     assert sorted(p.name for p in (LAB_DIR / "m1" / "state" / "jobs").iterdir()) == before
+
+
+def test_a_checkpoint_to_start_from_follows_the_workspace_and_is_checked(jobs_lab, tmp_path):
+    """What a coordinator sends a new launch of a training (PGR/1 §7.6): a workspace, then a
+    checkpoint larger than a workspace may be. A damaged one is refused and the connection
+    goes on; one longer than announced closes it; a good one replaces the workspace's stale
+    file of that name. Nothing is left in the executor's inbox."""
+    script = SCRIPTS / "submit_checkpoint.py"
+    result = on(1, "env", f"XDG_CONFIG_HOME={tmp_path}", PYTHON, str(script), "10.98.0.2", *jobs_lab, timeout=180)
+    assert result.returncode == 0, result.stderr[-3000:]
+    answers = json.loads(result.stdout)
+    assert answers["damaged"]["ok"] is False, answers["damaged"]
+    assert "checkpoint to start from arrived damaged" in answers["damaged"]["error"], answers["damaged"]
+    assert "a checkpoint larger than it announced" in answers["longer"].get("closed", ""), answers["longer"]
+    assert answers["accepted"]["ok"], answers["accepted"]
+    ran = answers["ran"]
+    assert ran["state"] == "succeeded", ran
+    assert ran["log"].strip() == answers["expected"], ran
+    assert list((LAB_DIR / "m2" / "state" / "incoming").iterdir()) == []
+    handle = answers["accepted"]["record"]["job"]
+    assert not (LAB_DIR / "m2" / "state" / "jobs" / handle / "resume-checkpoint").exists()
 
 
 def test_a_duplicate_submission_runs_once(jobs_lab):

@@ -337,17 +337,18 @@ def part_states(record):
     return [p["state"] for p in sorted(record["parts"], key=lambda p: p["node_rank"])]
 
 
-def check_every_epoch_once(tmp_path, epochs, processes_at_end=2, processes_at_start=3):
+def check_every_epoch_once(tmp_path, epochs, processes_at_end=2, processes_at_start=3, width=16):
     """metrics.json has each epoch once, the first on `processes_at_start` processes and the
-    last on `processes_at_end`; model.pt loads. Returns the processes of each epoch."""
+    last on `processes_at_end`; model.pt loads (a UNet of `width`). Returns the processes of
+    each epoch."""
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     processes = [e["processes"] for e in metrics["epochs"]]
     print("epochs:", [(e["epoch"], e["processes"]) for e in metrics["epochs"]])
     assert [e["epoch"] for e in metrics["epochs"]] == list(range(1, epochs + 1))
     assert processes[0] == processes_at_start and processes[-1] == processes_at_end
     check = run([TORCH, "-c", "import sys, torch; sys.path.insert(0, sys.argv[2]); import train; "
-                 "m = train.UNet(); m.load_state_dict(torch.load(sys.argv[1])); print('loaded')",
-                 str(tmp_path / "model.pt"), str(TRAIN.parent)], timeout=120)
+                 "m = train.UNet(width=int(sys.argv[3])); m.load_state_dict(torch.load(sys.argv[1])); "
+                 "print('loaded')", str(tmp_path / "model.pt"), str(TRAIN.parent), str(width)], timeout=120)
     assert check.stdout.strip() == "loaded", check.stderr
     return processes
 
@@ -395,11 +396,12 @@ def test_a_machine_paused_past_the_grace_leaves_the_training_and_rejoins_when_re
     wait_for_the_whole_room()
 
 
-def losing_node_0_in_epoch_3(epochs, *args, output, timeout):
+def losing_node_0_in_epoch_3(epochs, *args, output, timeout, script_args=()):
     """A training that machine 1 coordinates on machines 2 and 3 only (so every checkpoint is
     on other machines), whose node 0 loses its service in epoch 3, once machine 1 had time to
     copy the checkpoint of epoch 2. Its return code, whole stdout and stderr."""
-    runner = training_on(1, "--nodes", "lab-2,lab-3", *args, str(TRAIN), "--epochs", str(epochs), output=output)
+    runner = training_on(1, "--nodes", "lab-2,lab-3", *args, str(TRAIN), "--epochs", str(epochs), *script_args,
+                         output=output)
     try:
         seen = []
         for line in runner.stdout:
@@ -457,18 +459,24 @@ def test_an_elastic_training_that_loses_node_0_starts_again_on_the_others_from_i
     """`--min-nodes 1`: machine 1 coordinates a training on machines 2 and 3 only, and node
     0's service (machine 2's) is killed in epoch 3. The coordinator stops machine 3's part and
     starts the training again on machine 3 alone, from the checkpoint it holds: the job
-    succeeds, model.pt loads and metrics.json has every epoch once."""
+    succeeds, model.pt loads and metrics.json has every epoch once. The UNet is twice as wide
+    as by default (on fewer images, for the same time per epoch), so its checkpoint (weights
+    and Adam's state, ~22 MiB) is larger than a whole workspace may be: it travels after it."""
     epochs = 12
-    returncode, out, err = losing_node_0_in_epoch_3(epochs, "--min-nodes", "1", output=tmp_path, timeout=300)
+    wide = ("--width", "32", "--samples", "96")
+    returncode, out, err = losing_node_0_in_epoch_3(epochs, "--min-nodes", "1", output=tmp_path, timeout=300,
+                                                    script_args=wide)
     if returncode != 0:
         print(out, err, sep="\n")  # whole: pytest cuts a long message to its last line
     assert returncode == 0, (out[-3000:], err[-3000:])
-    assert re.search(r"\[partagpu\] lab-2 \(node 0\) vanished: the machine went offline, and it held the "
-                     r"training's rendezvous: the training starts again on lab-3 from its last checkpoint "
-                     r"\(step \d+\)", out), out[-3000:]
+    relaunched = re.search(r"\[partagpu\] lab-2 \(node 0\) vanished: the machine went offline, and it held the "
+                           r"training's rendezvous: the training starts again on lab-3 from its last checkpoint "
+                           r"\(step \d+, (\d+) MiB\)", out)
+    assert relaunched, out[-3000:]
+    assert int(relaunched.group(1)) > 16, relaunched.group(0)
     assert "resuming after epoch" in out, out[-3000:]
     assert "succeeded on lab-2, lab-3 (lab-2 lost on the way)" in err, err[-2000:]
-    check_every_epoch_once(tmp_path, epochs, processes_at_end=1, processes_at_start=2)
+    check_every_epoch_once(tmp_path, epochs, processes_at_end=1, processes_at_start=2, width=32)
     record = group_record(1)
     assert record["state"] == "succeeded", record
     assert [(p["node_name"], p["node_rank"]) for p in record["parts"]] == [("lab-2", 0), ("lab-3", 1), ("lab-3", 0)]

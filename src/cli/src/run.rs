@@ -107,6 +107,7 @@ fn build_spec(args: &RunArgs, id: JobId, workspace: &Workspace) -> Result<JobSpe
         },
         artifacts_from_all_ranks: false,
         min_nodes: None,
+        resume_checkpoint: None,
         artifacts: args.artifacts.clone(),
         network: if args.allow_peers.is_empty() {
             NetworkMode::None

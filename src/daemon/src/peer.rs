@@ -11,6 +11,7 @@ pub mod server;
 pub mod session;
 pub mod slots;
 pub mod throttle;
+pub mod upload;
 pub mod wire;
 
 use std::net::IpAddr;

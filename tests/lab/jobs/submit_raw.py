@@ -39,11 +39,11 @@ CASES = {
 }
 
 
-def submit(jobs, tar, job_id, attempt=0, workspace_bytes=None, argv=("python3", "job.py")):
+def submit(jobs, tar, job_id, attempt=0, workspace_bytes=None, argv=("python3", "job.py"), **extra):
     spec = {
         "id": job_id, "attempt": attempt, "submitter": "0" * 32, "argv": list(argv),
         "workspace_bytes": len(tar) if workspace_bytes is None else workspace_bytes,
-        "workspace_sha256": hashlib.sha256(tar).hexdigest(),
+        "workspace_sha256": hashlib.sha256(tar).hexdigest(), **extra,
     }
     try:
         return {"job": str(jobs.Submit(json.dumps(spec), dbus.ByteArray(tar), "", byte_arrays=True))}
@@ -67,6 +67,11 @@ def main():
         elif name == "lying_size":
             tar = CASES["good"]()
             results[name] = submit(jobs, tar, os.urandom(16).hex(), workspace_bytes=len(tar) - 512)
+        elif name == "checkpoint_not_sent":
+            # Only a coordinator sends one, after the workspace over the peer port: the bus
+            # carries none, so a spec naming one is refused.
+            checkpoint = {"name": "c.pt", "size": 1 << 30, "sha256": "ab" * 32}
+            results[name] = submit(jobs, CASES["good"](), os.urandom(16).hex(), resume_checkpoint=checkpoint)
         else:
             results[name] = submit(jobs, CASES[name](), os.urandom(16).hex())
     print(json.dumps(results))

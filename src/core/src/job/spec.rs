@@ -17,6 +17,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::state::ArtifactInfo;
+
 pub use error::JobSpecError;
 pub use validate::*;
 
@@ -170,6 +172,12 @@ pub struct JobSpec {
     /// `None`: every machine must stay to the end. Ignored by a job that is not a training.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_nodes: Option<u32>,
+    /// The checkpoint this job starts from: a file sent after the workspace (PGR/1 §7.6) and
+    /// placed at the top of the job's directory, replacing a file of that name. The
+    /// coordinator of an elastic training sets it for a new launch: a checkpoint may be far
+    /// larger than a workspace may be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_checkpoint: Option<ArtifactInfo>,
     /// The network the job gets.
     #[serde(default)]
     pub network: NetworkMode,

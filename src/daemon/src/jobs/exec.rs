@@ -21,8 +21,9 @@ use super::netfilter;
 use super::runtime::Runtime;
 use super::sandbox::{bwrap_args, bwrap_path, SandboxPlan};
 use super::spool::Spool;
+use super::store::files;
 use super::user::JobUser;
-use super::workspace::{mount_scratch, release_scratch, write_workspace};
+use super::workspace::{mount_scratch, place_file, release_scratch, write_workspace};
 
 /// The admin's settings for jobs (`[jobs]` of the config file).
 #[derive(Debug, Clone)]
@@ -208,6 +209,15 @@ impl Executor {
         if let Err(error) = write_workspace(&scratch, workspace.0, workspace.1, user) {
             cleanup(None);
             return Err(format!("the workspace could not be written: {error}"));
+        }
+        if let Some(checkpoint) = &spec.resume_checkpoint {
+            let held = dir.join(files::RESUME_CHECKPOINT);
+            if let Err(error) = place_file(&scratch, &checkpoint.name, &held, user) {
+                cleanup(None);
+                return Err(format!(
+                    "the checkpoint to start from could not be written: {error}"
+                ));
+            }
         }
         let etc = self.run_dir.join(handle).join("etc");
         let made = fs::DirBuilder::new()

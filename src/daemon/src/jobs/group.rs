@@ -24,6 +24,7 @@ use partagpu_core::job::record::{JobPart, JobRecord, JobRole};
 use partagpu_core::job::spec::JobSpec;
 use partagpu_core::job::state::JobState;
 use rand_core::{OsRng, RngCore};
+use sha2::Digest;
 
 use super::manager::{now_ms, JobEntry, JobError, JobManager, Origin, MAX_OPEN_PER_SUBMITTER};
 use super::remote::{self, Target};
@@ -167,6 +168,14 @@ pub async fn distribute(
     template
         .validate()
         .map_err(|e| JobError::Invalid(e.to_string()))?;
+    if template.resume_checkpoint.is_some() {
+        // Only a coordinator sets it, on the parts of a new launch; a training to go on from
+        // a checkpoint brings it in its workspace.
+        return Err(JobError::Invalid(
+            "a training is sent with its checkpoint in its workspace, not as a checkpoint to start from"
+                .into(),
+        ));
+    }
     let handle = template.key().dir_name();
     template.submitter.clone_from(&shared.node_id);
     let (all, absent) = candidates(jobs, &peer);
@@ -200,7 +209,7 @@ pub async fn distribute(
             jobs,
             &peer,
             part.spec.clone(),
-            workspace.clone(),
+            (workspace.clone(), None),
             &part.machine,
             uid,
         )
@@ -281,22 +290,38 @@ pub async fn distribute(
     Ok(record)
 }
 
-/// Sends one part to its machine: accepted here for this machine, else over PGR/1.
+/// Sends one part to its machine, with the file of its spec's `resume_checkpoint` when it
+/// names one: accepted here for this machine, else over PGR/1.
 async fn submit_part(
     jobs: &JobManager,
     peer: &Arc<PeerContext>,
     spec: JobSpec,
-    workspace: Vec<u8>,
+    (workspace, checkpoint): (Vec<u8>, Option<&std::path::Path>),
     machine: &Candidate,
     uid: u32,
 ) -> Result<JobRecord, JobError> {
     if machine.local {
-        return jobs.accept(spec, workspace, &Origin::Local { uid });
+        let digest = sha2::Sha256::digest(&workspace).into();
+        let linked = match checkpoint {
+            Some(path) => Some(into_inbox(&jobs.shared.inbox, path)?),
+            None => None,
+        };
+        return jobs.accept_hashed(spec, (workspace, digest), linked, &Origin::Local { uid });
     }
     let target = Target {
         node_id: machine.node_id.clone(),
         name: machine.name.clone(),
         address: std::net::SocketAddr::new(machine.address.into(), peer.fleet.port()),
     };
-    remote::submit(jobs, Arc::clone(peer), spec, workspace, target, uid).await
+    remote::submit(jobs, Arc::clone(peer), spec, (workspace, checkpoint), target, uid).await
+}
+
+/// A new name in `inbox` for the file at `path` (which stays where it is), as a checkpoint
+/// received from a member would have: a hard link on the same disk, else a copy.
+fn into_inbox(inbox: &std::path::Path, path: &std::path::Path) -> Result<std::path::PathBuf, JobError> {
+    let name = inbox.join(format!("{:016x}.part", OsRng.next_u64()));
+    fs::hard_link(path, &name)
+        .or_else(|_| fs::copy(path, &name).map(drop))
+        .map_err(|e| JobError::Storage(format!("the checkpoint to start from cannot be read: {e}")))?;
+    Ok(name)
 }

@@ -3,7 +3,8 @@
 //! cancelling, reading output, and what happens at start and stop of the service.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -137,6 +138,9 @@ pub struct Shared {
     pub sharing: Arc<SharingStore>,
     /// This machine's node id.
     pub node_id: String,
+    /// Where a job's checkpoint to start from is written as it arrives, before the job is
+    /// accepted (emptied at each start: what is there belongs to no job).
+    pub inbox: PathBuf,
     entries: Mutex<BTreeMap<String, Arc<JobEntry>>>,
     events: broadcast::Sender<(String, JobState)>,
 }
@@ -264,12 +268,22 @@ impl JobManager {
         sharing: Arc<SharingStore>,
         node_id: String,
     ) -> Result<Self, crate::store::StoreError> {
+        let inbox = state_dir.join("incoming");
+        let _ = std::fs::remove_dir_all(&inbox);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&inbox)
+            .map_err(|source| crate::store::StoreError {
+                path: inbox.clone(),
+                source,
+            })?;
         let shared = Shared {
             exec,
             jobs: JobStore::open(&state_dir.join("jobs"))?,
             submitted: JobStore::open(&state_dir.join("submitted"))?,
             sharing,
             node_id,
+            inbox,
             entries: Mutex::new(BTreeMap::new()),
             events: broadcast::channel(256).0,
         };
@@ -291,6 +305,7 @@ impl JobManager {
             shared.insert(Arc::clone(&entry));
             if open {
                 shared.exec.clean_up(entry.handle(), None);
+                let _ = std::fs::remove_file(shared.jobs.dir(entry.handle()).join(files::RESUME_CHECKPOINT));
                 // What the job wrote after the last pump is still in its spool.
                 let log_len = super::spool::Spool::resume(&shared.jobs.dir(entry.handle()))
                     .and_then(|mut spool| spool.finish(now_ms()).map(|()| spool.log_len()))
@@ -330,19 +345,36 @@ impl JobManager {
     /// [`JobError`]; nothing is written unless the job is accepted.
     pub fn accept(&self, spec: JobSpec, workspace: Vec<u8>, origin: &Origin) -> Result<JobRecord, JobError> {
         let digest = Sha256::digest(&workspace).into();
-        self.accept_hashed(spec, workspace, digest, origin)
+        self.accept_hashed(spec, (workspace, digest), None, origin)
     }
 
     /// [`Self::accept`] for a workspace whose SHA-256 was computed as it arrived (PGR/1), so
-    /// 16 MiB are not hashed a second time before the job can start.
+    /// 16 MiB are not hashed a second time before the job can start; with the file of the
+    /// spec's `resume_checkpoint`, checked already and written in [`Shared::inbox`]. That
+    /// file is the job's once it is accepted, and removed when it is not.
     ///
     /// # Errors
     /// As [`Self::accept`].
     pub fn accept_hashed(
         &self,
+        spec: JobSpec,
+        workspace: (Vec<u8>, [u8; 32]),
+        checkpoint: Option<PathBuf>,
+        origin: &Origin,
+    ) -> Result<JobRecord, JobError> {
+        let accepted = self.accept_checked(spec, workspace, checkpoint.as_deref(), origin);
+        if let Some(path) = checkpoint {
+            // Moved into the job's directory when it was accepted; else it belongs to no one.
+            let _ = std::fs::remove_file(path);
+        }
+        accepted
+    }
+
+    fn accept_checked(
+        &self,
         mut spec: JobSpec,
-        workspace: Vec<u8>,
-        digest: [u8; 32],
+        (workspace, digest): (Vec<u8>, [u8; 32]),
+        checkpoint: Option<&Path>,
         origin: &Origin,
     ) -> Result<JobRecord, JobError> {
         let shared = &self.shared;
@@ -427,6 +459,11 @@ impl JobManager {
                 "the workspace does not match its SHA-256: it was damaged on the way".into(),
             ));
         }
+        if spec.resume_checkpoint.is_some() != checkpoint.is_some() {
+            return Err(JobError::Invalid(
+                "the job names a checkpoint to start from that did not come with it".into(),
+            ));
+        }
         let plan =
             plan_workspace(&workspace).map_err(|e| JobError::Invalid(format!("workspace refused: {e}")))?;
         let record = JobRecord {
@@ -465,6 +502,17 @@ impl JobManager {
                 ))
             }
             Err(error) => return Err(JobError::Storage(error.to_string())),
+        }
+        if let Some(path) = checkpoint {
+            let kept = shared.jobs.dir(&handle).join(files::RESUME_CHECKPOINT);
+            if let Err(error) = std::fs::rename(path, &kept) {
+                // Journalled already: the job ends at once, with the reason, as any failed start.
+                let why = format!("its checkpoint to start from could not be kept: {error}");
+                let entry = Arc::new(JobEntry::new(record));
+                shared.insert(Arc::clone(&entry));
+                shared.commit(&entry, |r| end(r, JobState::Failed, Some(why), None));
+                return Ok(entry.record());
+            }
         }
         let entry = Arc::new(JobEntry::new(record.clone()));
         shared.insert(Arc::clone(&entry));

@@ -13,9 +13,8 @@ use std::time::Duration;
 use partagpu_core::job::record::{JobRecord, JobRole};
 use partagpu_core::job::spec::JobSpec;
 use partagpu_core::job::state::JobState;
-use partagpu_core::job::wire::{data_end, parse_log, JobReply, JobRequest, CHUNK};
+use partagpu_core::job::wire::{parse_log, JobReply, JobRequest};
 use partagpu_core::protocol::RecordType;
-use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use super::manager::{now_ms, JobEntry, JobError, JobManager, Stop};
@@ -23,6 +22,7 @@ use super::spool::append_log;
 use super::store::files;
 use crate::peer::client::{dial_for, Dialled};
 use crate::peer::control::ClientHelloBody;
+use crate::peer::upload::send_data;
 use crate::peer::wire::Channel;
 use crate::peer::PeerContext;
 use fetch::fetch_all;
@@ -143,8 +143,19 @@ pub(crate) async fn answer(channel: &mut Channel) -> Result<JobReply, String> {
     }
 }
 
-/// Sends `spec` and its workspace to `target`; once the member has journalled it, journals
-/// the mirror here and starts following. Returns the local record.
+/// Sends the file at `path` as DATA records and a DATA_END of what was read; a file that
+/// changed since its spec was written is refused by the member on its SHA-256.
+async fn send_checkpoint(channel: &mut Channel, path: &std::path::Path) -> Result<(), String> {
+    let mut file =
+        fs::File::open(path).map_err(|e| format!("the checkpoint to start from cannot be read: {e}"))?;
+    send_data(&mut channel.writer, &mut file)
+        .await
+        .map_err(|e| format!("the checkpoint to start from was not sent whole: {e}"))
+}
+
+/// Sends `spec` and its workspace to `target`, then the file of its `resume_checkpoint`
+/// (`checkpoint`); once the member has journalled it, journals the mirror here and starts
+/// following. Returns the local record.
 ///
 /// # Errors
 /// [`JobError::Peer`] with the member's own refusal when it said no.
@@ -152,7 +163,7 @@ pub async fn submit(
     jobs: &JobManager,
     peer: Arc<PeerContext>,
     spec: JobSpec,
-    workspace: Vec<u8>,
+    (workspace, checkpoint): (Vec<u8>, Option<&std::path::Path>),
     target: Target,
     uid: u32,
 ) -> Result<JobRecord, JobError> {
@@ -164,21 +175,17 @@ pub async fn submit(
         spec: Box::new(spec.clone()),
     })
     .unwrap_or_default();
-    let sent = async {
-        channel.writer.send(RecordType::Request, &request).await?;
-        // Hashed as it goes out, while the link drains the previous record.
-        let mut hash = Sha256::new();
-        for chunk in workspace.chunks(CHUNK) {
-            channel.writer.send(RecordType::Data, chunk).await?;
-            hash.update(chunk);
-        }
-        let sha: [u8; 32] = hash.finalize().into();
-        channel
-            .writer
-            .send(RecordType::DataEnd, &data_end(sha, workspace.len() as u64))
-            .await
-    };
-    sent.await.map_err(|e| failed(e.to_string()))?;
+    channel
+        .writer
+        .send(RecordType::Request, &request)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    send_data(&mut channel.writer, &mut workspace.as_slice())
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    if let Some(path) = checkpoint {
+        send_checkpoint(&mut channel, path).await.map_err(failed)?;
+    }
     let reply = answer(&mut channel).await.map_err(failed)?;
     let remote = match (reply.ok, reply.record) {
         (true, Some(record)) => *record,

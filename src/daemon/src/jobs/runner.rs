@@ -48,6 +48,8 @@ pub async fn run(
         .exec
         .start(&handle, &dir, &spec, (&workspace.0, &workspace.1), &policy.limits);
     drop(workspace);
+    // In the workspace now, or the start failed: either way no longer needed on disk.
+    let _ = std::fs::remove_file(dir.join(super::store::files::RESUME_CHECKPOINT));
     let Started {
         cgroup,
         mut child,

@@ -28,6 +28,9 @@ pub mod files {
     pub const LOG: &str = "log";
     /// Collected (executing side) or fetched (submitting side) artifacts.
     pub const ARTIFACTS: &str = "artifacts";
+    /// The checkpoint a job starts from (its spec's `resume_checkpoint`), from its arrival
+    /// until it is copied into the job's workspace.
+    pub const RESUME_CHECKPOINT: &str = "resume-checkpoint";
 }
 
 /// One kind of job directory tree (`jobs/` for jobs run here, `submitted/` for jobs sent

@@ -5,7 +5,11 @@
 //! `/workspace` in the sandbox, and outlives the sandbox so artifacts can be collected after
 //! the job ended. Its pages are charged to the memory cgroup of whoever writes them, so what
 //! the job writes counts against the job's memory limit; what we write before the start is
-//! charged to the service and is capped at 16 MiB by the workspace checker.
+//! charged to the service: the workspace (at most 16 MiB, by the workspace checker) and the
+//! checkpoint a new launch of a training starts from (at most 2 GiB, and never more than the
+//! tmpfs holds). Copying that checkpoint from inside the job's cgroup would charge the job
+//! instead, but needs a process there before the sandbox starts; a one-time charge as large
+//! as the checkpoint was judged the smaller cost.
 
 use std::fs::{self, DirBuilder, File};
 use std::io::{self, Write};
@@ -145,6 +149,36 @@ pub fn write_workspace(
         }
     }
     Ok(written)
+}
+
+/// Copies the file at `source` to `name` at the top of `dir` (0644, job user), replacing a
+/// plain file of that name the workspace may have brought; returns the bytes written.
+/// `name` is one checked component; nothing is followed, and a directory or link at that
+/// name is an error.
+pub fn place_file(dir: &Path, name: &str, source: &Path, user: &JobUser) -> Result<u64, WorkspaceIoError> {
+    let target = dir.join(name);
+    let io = |action, e: io::Error| WorkspaceIoError::Io {
+        action,
+        path: target.clone(),
+        source: e,
+    };
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." || name.contains('\0') {
+        return Err(WorkspaceIoError::BadEntry(name.to_owned()));
+    }
+    let mut from = File::open(source).map_err(|e| WorkspaceIoError::Io {
+        action: "open",
+        path: source.to_owned(),
+        source: e,
+    })?;
+    let root = openat(rustix::fs::CWD, dir, dir_flags(), Mode::empty()).map_err(|e| io("open", e.into()))?;
+    match rustix::fs::unlinkat(&root, name, rustix::fs::AtFlags::empty()) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+        Err(e) => return Err(io("replace", e.into())),
+    }
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = openat(&root, name, flags, Mode::RUSR | Mode::WUSR).map_err(|e| io("create", e.into()))?;
+    own(&fd, Mode::from_raw_mode(0o644), user).map_err(|e| io("change the owner of", e.into()))?;
+    io::copy(&mut from, &mut File::from(fd)).map_err(|e| io("write", e))
 }
 
 /// Unmounts (detaching) whatever is mounted on or below `dir`, then removes it. A missing

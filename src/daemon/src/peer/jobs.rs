@@ -5,20 +5,18 @@
 //! records and state replies until the end), cancels it, and fetches its artifacts. A member
 //! only ever sees and touches the jobs it submitted itself.
 
-use std::io::Read;
 use std::sync::Arc;
 use std::time::Duration;
 
 use partagpu_core::job::record::JobRecord;
-use partagpu_core::job::spec::JobSpec;
-use partagpu_core::job::wire::{data_end, log_body, parse_data_end, JobReply, JobRequest, CHUNK};
+use partagpu_core::job::wire::{log_body, JobReply, JobRequest, CHUNK};
 use partagpu_core::journal::Severity;
 use partagpu_core::protocol::{Record, RecordType, VerifiedNode};
-use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::events::kinds;
+use super::upload::{receive_checkpoint, receive_workspace, send_data};
 use super::wire::{Channel, Reader, WireError, Writer};
 use super::PeerContext;
 use crate::jobs::manager::{JobEntry, JobManager, Origin};
@@ -102,9 +100,9 @@ async fn read_records(mut reader: Reader, records: mpsc::Sender<Result<Record, W
     }
 }
 
-type Incoming = mpsc::Receiver<Result<Record, WireError>>;
+pub(super) type Incoming = mpsc::Receiver<Result<Record, WireError>>;
 
-async fn reply(writer: &mut Writer, reply: &JobReply) -> Result<(), &'static str> {
+pub(super) async fn reply(writer: &mut Writer, reply: &JobReply) -> Result<(), &'static str> {
     let body = serde_json::to_vec(reply).unwrap_or_default();
     writer
         .send(RecordType::Response, &body)
@@ -147,10 +145,18 @@ async fn handle(
     let Connection { jobs, origin, .. } = *connection;
     match request {
         JobRequest::Submit { spec } => {
-            let Some((workspace, digest)) = receive_workspace(&spec, writer, incoming).await? else {
+            let Some(workspace) = receive_workspace(&spec, writer, incoming).await? else {
                 return Ok(());
             };
-            match jobs.accept_hashed(*spec, workspace, digest, origin) {
+            let mut checkpoint = None;
+            if let Some(announced) = &spec.resume_checkpoint {
+                let inbox = &jobs.shared.inbox;
+                let Some(path) = receive_checkpoint(announced, inbox, writer, incoming).await? else {
+                    return Ok(());
+                };
+                checkpoint = Some(path);
+            }
+            match jobs.accept_hashed(*spec, workspace, checkpoint, origin) {
                 Ok(record) => reply(writer, &JobReply::with(record, false)).await,
                 Err(error) => reply(writer, &JobReply::refused(error.to_string())).await,
             }
@@ -211,50 +217,6 @@ async fn send_checkpoint(
     }
 }
 
-/// Receives the workspace (never more than the spec announced, which is itself capped) and
-/// its SHA-256, hashed as it arrives. `None` once a damaged workspace was answered.
-async fn receive_workspace(
-    spec: &JobSpec,
-    writer: &mut Writer,
-    incoming: &mut Incoming,
-) -> Result<Option<(Vec<u8>, [u8; 32])>, &'static str> {
-    let announced = spec
-        .workspace_bytes
-        .min(partagpu_core::job::workspace::MAX_WORKSPACE_BYTES);
-    let mut workspace = Vec::new();
-    let mut hash = Sha256::new();
-    loop {
-        let Some(Ok(record)) = incoming.recv().await else {
-            return Err("closed");
-        };
-        match record.record_type {
-            RecordType::Data => {
-                if (workspace.len() + record.body.len()) as u64 > announced {
-                    return Err("a workspace larger than it announced");
-                }
-                workspace.extend_from_slice(&record.body);
-                hash.update(&record.body);
-            }
-            RecordType::DataEnd => {
-                let Some((sha, total)) = parse_data_end(&record.body) else {
-                    return Err("an invalid DATA_END");
-                };
-                let digest: [u8; 32] = hash.finalize().into();
-                if total != workspace.len() as u64 || sha != digest {
-                    reply(
-                        writer,
-                        &JobReply::refused("the workspace arrived damaged (length or SHA-256)"),
-                    )
-                    .await?;
-                    return Ok(None);
-                }
-                return Ok(Some((workspace, digest)));
-            }
-            _ => return Err("a record out of place in a workspace upload"),
-        }
-    }
-}
-
 /// Streams output from `offset`, a reply at each state change, and a final reply once the
 /// end is journalled and every byte was sent. A cancel may arrive meanwhile.
 async fn follow(
@@ -311,23 +273,5 @@ async fn send_file(path: &std::path::Path, writer: &mut Writer) -> Result<(), &'
     let Ok(mut file) = std::fs::File::open(path) else {
         return reply(writer, &JobReply::refused("the artifact cannot be read")).await;
     };
-    let mut hash = Sha256::new();
-    let mut total = 0u64;
-    let mut chunk = vec![0; CHUNK];
-    loop {
-        let read = file.read(&mut chunk).map_err(|_| "closed")?;
-        if read == 0 {
-            break;
-        }
-        hash.update(&chunk[..read]);
-        total += read as u64;
-        writer
-            .send(RecordType::Data, &chunk[..read])
-            .await
-            .map_err(|_| "closed")?;
-    }
-    writer
-        .send(RecordType::DataEnd, &data_end(hash.finalize().into(), total))
-        .await
-        .map_err(|_| "closed")
+    send_data(writer, &mut file).await.map_err(|_| "closed")
 }

@@ -93,7 +93,15 @@ impl JobsIface {
         }
         let target = remote::find_member(&self.peer, &node)?;
         spec.submitter.clone_from(own);
-        let record = remote::submit(&self.jobs, Arc::clone(&self.peer), spec, workspace, target, uid).await?;
+        let record = remote::submit(
+            &self.jobs,
+            Arc::clone(&self.peer),
+            spec,
+            (workspace, None),
+            target,
+            uid,
+        )
+        .await?;
         Ok(record.job)
     }
 

@@ -5,6 +5,7 @@ use std::net::Ipv4Addr;
 
 use super::validate::*;
 use crate::job::artifacts::ArtifactError;
+use crate::job::checkpoint::{IndexError, MAX_CHECKPOINT_BYTES};
 use crate::job::workspace::MAX_WORKSPACE_BYTES;
 
 /// Why a job spec was refused: one variant per rule. Values from the spec are shortened
@@ -115,4 +116,15 @@ pub enum JobSpecError {
     /// An elastic training's smallest size out of 1..=[`MAX_TRAINING_NODES`].
     #[error("min_nodes is {0}: an elastic training goes on with at least 1 and at most {MAX_TRAINING_NODES} machines")]
     MinNodes(u32),
+    /// The checkpoint to start from has a name that is not one plain file name.
+    #[error(transparent)]
+    CheckpointName(#[from] IndexError),
+    /// The checkpoint to start from is over [`MAX_CHECKPOINT_BYTES`].
+    #[error(
+        "the checkpoint to start from is {0} bytes: at most {MAX_CHECKPOINT_BYTES} (2 GiB) are accepted"
+    )]
+    CheckpointTooLarge(u64),
+    /// Its SHA-256 is not 64 lowercase hex.
+    #[error("'{0}' is not the SHA-256 of a checkpoint: 64 lowercase hexadecimal digits are expected")]
+    CheckpointSha256(String),
 }

@@ -216,6 +216,47 @@ fn runtime_resources_and_limits_are_checked() {
 }
 
 #[test]
+fn the_checkpoint_to_start_from_is_one_plain_file_of_at_most_2_gib() {
+    let checkpoint = |name: &str, size: u64, sha: &str| json!({"name": name, "size": size, "sha256": sha});
+    let sha = "ab".repeat(32);
+    let two_gib = crate::job::checkpoint::MAX_CHECKPOINT_BYTES;
+    // Far above a workspace's 16 MiB: that is what it is for.
+    let spec = with(
+        "resume_checkpoint",
+        checkpoint("partagpu-checkpoint.pt", two_gib, &sha),
+    )
+    .unwrap();
+    assert_eq!(spec.resume_checkpoint.as_ref().map(|c| c.size), Some(two_gib));
+    let back: JobSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
+    assert_eq!(back, spec);
+    assert_eq!(
+        with("resume_checkpoint", checkpoint("c.pt", two_gib + 1, &sha)),
+        Err(JobSpecError::CheckpointTooLarge(two_gib + 1))
+    );
+    for name in [
+        "../c.pt",
+        "dir/c.pt",
+        ".hidden",
+        "partagpu-checkpoint.json",
+        "",
+        "c*.pt",
+    ] {
+        let refused = with("resume_checkpoint", checkpoint(name, 1, &sha));
+        assert!(
+            matches!(refused, Err(JobSpecError::CheckpointName(_))),
+            "{name:?}: {refused:?}"
+        );
+    }
+    assert_eq!(
+        with("resume_checkpoint", checkpoint("c.pt", 1, &"AB".repeat(32))),
+        Err(JobSpecError::CheckpointSha256("AB".repeat(32)))
+    );
+    // Absent from the JSON of a spec without one (older members parse it).
+    let plain = serde_json::to_value(parse(&minimal()).unwrap()).unwrap();
+    assert!(plain.get("resume_checkpoint").is_none());
+}
+
+#[test]
 fn artifacts_and_peers_are_checked() {
     assert!(with("artifacts", json!(["out/*.pt"])).is_ok());
     assert!(matches!(

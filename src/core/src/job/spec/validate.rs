@@ -3,6 +3,7 @@
 
 use super::{JobSpec, JobSpecError, NetworkMode};
 use crate::job::artifacts::validate_pattern;
+use crate::job::checkpoint::{check_name, MAX_CHECKPOINT_BYTES};
 use crate::job::workspace::{shown, MAX_WORKSPACE_BYTES};
 
 /// Largest spec accepted, checked before parsing.
@@ -115,6 +116,15 @@ pub(super) fn validate(spec: &JobSpec) -> Result<(), JobSpecError> {
     check_network(&spec.network)?;
     if !(1..=MAX_TIME_LIMIT_S).contains(&spec.time_limit_s) {
         return Err(JobSpecError::TimeLimit(spec.time_limit_s));
+    }
+    if let Some(checkpoint) = &spec.resume_checkpoint {
+        check_name(&checkpoint.name)?;
+        if checkpoint.size > MAX_CHECKPOINT_BYTES {
+            return Err(JobSpecError::CheckpointTooLarge(checkpoint.size));
+        }
+        if !is_lower_hex(&checkpoint.sha256, 64) {
+            return Err(JobSpecError::CheckpointSha256(shown(&checkpoint.sha256)));
+        }
     }
     if let Some(min) = spec.min_nodes {
         if !(1..=MAX_TRAINING_NODES).contains(&min) {

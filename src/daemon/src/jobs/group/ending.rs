@@ -52,6 +52,7 @@ pub(super) fn finish(
     let dir = shared.submitted.dir(group.handle());
     // No machine rejoins an ended training.
     let _ = fs::remove_file(dir.join(rejoin::WORKSPACE));
+    let _ = fs::remove_file(dir.join(rejoin::CHECKPOINT));
     let mut artifacts = Vec::new();
     let (state, reason) = match (&stop, failure) {
         (Some(Stop::Cancelled(by)), _) => {

@@ -34,6 +34,9 @@ use crate::peer::PeerContext;
 
 /// The elastic training's workspace, in the group's directory.
 pub const WORKSPACE: &str = "workspace.rejoin";
+/// The checkpoint the current launch started from (its parts' `resume_checkpoint`), in the
+/// group's directory.
+pub const CHECKPOINT: &str = "checkpoint.rejoin";
 /// How long after a failed try the same machine is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 /// How long torch's c10d rendezvous keeps a node that stopped its heartbeats: 3 missed
@@ -179,7 +182,12 @@ async fn send_again(
     let workspace = fs::read(dir.join(WORKSPACE))
         .map_err(|e| JobError::Storage(format!("the training's workspace was not kept ({e})")))?;
     let uid = group_record.uid.unwrap_or(0);
-    let record = submit_part(jobs, peer, spec, workspace, machine, uid).await?;
+    let checkpoint = dir.join(CHECKPOINT);
+    let upload = (
+        workspace,
+        spec.resume_checkpoint.as_ref().map(|_| checkpoint.as_path()),
+    );
+    let record = submit_part(jobs, peer, spec, upload, machine, uid).await?;
     Ok(JobPart {
         job: record.job,
         node: old.node.clone(),

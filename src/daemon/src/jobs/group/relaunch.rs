@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 
 use partagpu_core::job::checkpoint::{CheckpointIndex, INDEX_FILE};
 use partagpu_core::job::record::JobPart;
+use partagpu_core::job::state::ArtifactInfo;
 use partagpu_core::job::state::JobState;
-use partagpu_core::job::workspace::{with_files, MAX_WORKSPACE_BYTES};
+use partagpu_core::job::workspace::with_files;
 use partagpu_core::policy::SharingState;
 use rand_core::{OsRng, RngCore};
 use serde::{Deserialize, Serialize};
@@ -222,10 +223,14 @@ async fn launch(
             machines.len()
         ));
     }
-    let (workspace, from) = workspace_with_checkpoint(dir)?;
-    // The parts' specs name the workspace they come with, which now holds the checkpoint.
+    let (workspace, checkpoint, from) = workspace_with_checkpoint(dir)?;
+    // The parts' specs name the workspace they come with (it now holds the index) and the
+    // checkpoint that follows it.
     template.workspace_bytes = workspace.len() as u64;
     template.workspace_sha256 = hex::encode(Sha256::digest(&workspace));
+    template.resume_checkpoint = checkpoint;
+    let linked = dir.join(rejoin::CHECKPOINT);
+    let checkpoint_file = template.resume_checkpoint.as_ref().map(|_| linked.as_path());
     let group_record = group.record();
     // A new attempt number for every part, so no part's name is taken already.
     template.attempt = 1 + group_record
@@ -245,7 +250,8 @@ async fn launch(
     let uid = group_record.uid.unwrap_or(0);
     let mut sent: Vec<JobPart> = Vec::new();
     for part in plan::parts(&template, &machines, port) {
-        match submit_part(jobs, peer, part.spec, workspace.clone(), &part.machine, uid).await {
+        let upload = (workspace.clone(), checkpoint_file);
+        match submit_part(jobs, peer, part.spec, upload, &part.machine, uid).await {
             Ok(record) => sent.push(JobPart {
                 job: record.job,
                 node: part.machine.node_id.clone(),
@@ -278,33 +284,49 @@ async fn launch(
     ))
 }
 
-/// The training's kept workspace with the newest checkpoint held here (and its index) at
-/// its top, and the words for where the new launch starts.
-fn workspace_with_checkpoint(dir: &Path) -> Result<(Vec<u8>, String), String> {
+/// The training's kept workspace with the index of the newest checkpoint held here at its
+/// top, that checkpoint (linked beside the group's record, where a machine that rejoins this
+/// launch is sent it from: rejoin.rs), and the words for where the new launch starts. The
+/// checkpoint travels after the workspace, as the parts' `resume_checkpoint`: it may be far
+/// larger than a workspace may be.
+fn workspace_with_checkpoint(dir: &Path) -> Result<(Vec<u8>, Option<ArtifactInfo>, String), String> {
     let kept =
         fs::read(dir.join(rejoin::WORKSPACE)).map_err(|e| format!("its workspace was not kept ({e})"))?;
+    let linked = dir.join(rejoin::CHECKPOINT);
+    let _ = fs::remove_file(&linked);
     let Some((shipped, path)) = shipping::held(dir) else {
-        return Ok((kept, "from the beginning (no checkpoint was kept)".to_owned()));
-    };
-    let name = shipped.artifact.name.clone();
-    if shipped.artifact.size > MAX_WORKSPACE_BYTES {
-        return Err(format!(
-            "its last checkpoint ({} MiB) is larger than a workspace may be (16 MiB)",
-            shipped.artifact.size >> 20
+        return Ok((
+            kept,
+            None,
+            "from the beginning (no checkpoint was kept)".to_owned(),
         ));
-    }
-    let data = fs::read(&path).map_err(|e| format!("its last checkpoint cannot be read ({e})"))?;
+    };
+    // Its own name for the launch: a newer checkpoint may replace the held one meanwhile.
+    fs::hard_link(&path, &linked)
+        .or_else(|_| fs::copy(&path, &linked).map(drop))
+        .map_err(|e| format!("its last checkpoint cannot be read ({e})"))?;
     let index = serde_json::to_vec(&CheckpointIndex {
         step: shipped.step,
-        file: name.clone(),
+        file: shipped.artifact.name.clone(),
     })
     .unwrap_or_default();
-    let workspace = with_files(&kept, &[(name.as_str(), &data), (INDEX_FILE, &index)])
-        .map_err(|e| format!("its last checkpoint cannot be sent with its workspace: {e}"))?;
-    Ok((
-        workspace,
-        format!("from its last checkpoint (step {})", shipped.step),
-    ))
+    let workspace = with_files(&kept, &[(INDEX_FILE, &index)])
+        .map_err(|e| format!("its last checkpoint cannot be named in its workspace: {e}"))?;
+    let from = format!(
+        "from its last checkpoint (step {}, {})",
+        shipped.step,
+        shown_size(shipped.artifact.size)
+    );
+    Ok((workspace, Some(shipped.artifact), from))
+}
+
+/// A size as the log says it: MiB from 1 MiB up, else KiB.
+fn shown_size(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes.div_ceil(1 << 10))
+    }
 }
 
 #[cfg(test)]

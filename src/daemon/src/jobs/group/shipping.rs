@@ -209,7 +209,7 @@ async fn ask(
 }
 
 /// Where the copy of `shipped` goes (its step's directory, created).
-fn place_of(group_dir: &Path, shipped: &ShippedCheckpoint) -> Result<PathBuf, String> {
+pub(super) fn place_of(group_dir: &Path, shipped: &ShippedCheckpoint) -> Result<PathBuf, String> {
     check_name(&shipped.artifact.name).map_err(|e| e.to_string())?;
     let dir = group_dir.join(DIR).join(format!("step-{}", shipped.step));
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -217,7 +217,7 @@ fn place_of(group_dir: &Path, shipped: &ShippedCheckpoint) -> Result<PathBuf, St
 }
 
 /// Makes `shipped` (in place already) the held copy, then drops the older ones.
-fn keep(group_dir: &Path, shipped: &ShippedCheckpoint) -> Result<i64, String> {
+pub(super) fn keep(group_dir: &Path, shipped: &ShippedCheckpoint) -> Result<i64, String> {
     let dir = group_dir.join(DIR);
     let temporary = dir.join(format!("{HELD}.part"));
     fs::write(&temporary, serde_json::to_vec(shipped).unwrap_or_default())

@@ -114,3 +114,40 @@ fn mountinfo_escapes_are_decoded() {
     assert_eq!(unescape(r"/plain\0"), PathBuf::from(r"/plain\0"));
     assert!(is_mounted(Path::new("/proc")));
 }
+
+#[test]
+fn the_checkpoint_to_start_from_replaces_a_file_and_follows_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let source = outside.path().join("held");
+    fs::write(&source, b"newest state").unwrap();
+    fs::write(tmp.path().join("c.pt"), b"stale state from the workspace").unwrap();
+    assert_eq!(place_file(tmp.path(), "c.pt", &source, &me()).unwrap(), 12);
+    assert_eq!(fs::read(tmp.path().join("c.pt")).unwrap(), b"newest state");
+    assert_eq!(mode(&tmp.path().join("c.pt")), 0o644);
+    // A link at the name is replaced, not written through.
+    let target = outside.path().join("target");
+    fs::write(&target, b"untouched").unwrap();
+    std::os::unix::fs::symlink(&target, tmp.path().join("link.pt")).unwrap();
+    place_file(tmp.path(), "link.pt", &source, &me()).unwrap();
+    assert_eq!(fs::read(&target).unwrap(), b"untouched");
+    assert!(!fs::symlink_metadata(tmp.path().join("link.pt"))
+        .unwrap()
+        .is_symlink());
+    // A directory at the name is not removed, and names are single components.
+    fs::create_dir(tmp.path().join("dir.pt")).unwrap();
+    assert!(matches!(
+        place_file(tmp.path(), "dir.pt", &source, &me()),
+        Err(WorkspaceIoError::Io { .. })
+    ));
+    for name in ["", ".", "..", "a/b", "../c.pt"] {
+        assert!(
+            matches!(
+                place_file(tmp.path(), name, &source, &me()),
+                Err(WorkspaceIoError::BadEntry(_))
+            ),
+            "{name:?}"
+        );
+    }
+    assert!(!outside.path().join("c.pt").exists());
+}

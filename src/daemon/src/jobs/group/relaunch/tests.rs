@@ -90,3 +90,53 @@ fn retired_parts_are_remembered_across_a_restart_and_relaunches_are_few() {
         "lab-2 (node 0) vanished; the training already started again 3 times"
     );
 }
+
+#[test]
+fn a_new_launch_names_the_held_checkpoint_in_its_workspace_and_sends_it_after() {
+    use partagpu_core::job::checkpoint::{parse_index, ShippedCheckpoint};
+    use partagpu_core::job::workspace::{plan_workspace, EntryKind, TarWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let mut tar = TarWriter::new();
+    tar.add_file("train.py", b"print('hi')\n", false).unwrap();
+    fs::write(dir.path().join(rejoin::WORKSPACE), tar.finish()).unwrap();
+    let (workspace, checkpoint, from) = workspace_with_checkpoint(dir.path()).unwrap();
+    assert_eq!(checkpoint, None);
+    assert_eq!(from, "from the beginning (no checkpoint was kept)");
+    assert_eq!(workspace, fs::read(dir.path().join(rejoin::WORKSPACE)).unwrap());
+
+    // Larger than a whole workspace may be (16 MiB).
+    let data = vec![7u8; 17 << 20];
+    let shipped = ShippedCheckpoint {
+        step: 4,
+        artifact: ArtifactInfo {
+            name: "partagpu-checkpoint.pt".into(),
+            size: data.len() as u64,
+            sha256: hex::encode(Sha256::digest(&data)),
+        },
+    };
+    fs::write(shipping::place_of(dir.path(), &shipped).unwrap(), &data).unwrap();
+    shipping::keep(dir.path(), &shipped).unwrap();
+    let (workspace, checkpoint, from) = workspace_with_checkpoint(dir.path()).unwrap();
+    assert_eq!(checkpoint.as_ref(), Some(&shipped.artifact));
+    assert_eq!(from, "from its last checkpoint (step 4, 17 MiB)");
+    assert_eq!(fs::read(dir.path().join(rejoin::CHECKPOINT)).unwrap(), data);
+    let plan = plan_workspace(&workspace).unwrap();
+    let files: Vec<&str> = plan.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(files, ["train.py", INDEX_FILE]);
+    let EntryKind::File { data: range, .. } = &plan[1].kind else {
+        panic!("{plan:?}")
+    };
+    let index = parse_index(&workspace[range.clone()]).unwrap();
+    assert_eq!((index.step, index.file.as_str()), (4, "partagpu-checkpoint.pt"));
+    // The link is the launch's own: a newer held copy does not change it.
+    let newer = ShippedCheckpoint {
+        step: 5,
+        ..shipped.clone()
+    };
+    fs::write(shipping::place_of(dir.path(), &newer).unwrap(), b"newer").unwrap();
+    shipping::keep(dir.path(), &newer).unwrap();
+    assert_eq!(
+        fs::read(dir.path().join(rejoin::CHECKPOINT)).unwrap().len(),
+        data.len()
+    );
+}

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+//! Files as DATA records on a job connection (PGR/1 §7.6). What follows a submit request:
+//! the workspace, kept in memory (at most 16 MiB), then, when the spec names one, the
+//! checkpoint the job starts from, written to a file as it arrives (at most 2 GiB); both are
+//! hashed as they arrive and never take more than the spec announced. And the sending side
+//! of any file: a checkpoint to start from, an artifact.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use partagpu_core::job::checkpoint::MAX_CHECKPOINT_BYTES;
+use partagpu_core::job::spec::JobSpec;
+use partagpu_core::job::state::ArtifactInfo;
+use partagpu_core::job::wire::{data_end, parse_data_end, JobReply, CHUNK};
+use partagpu_core::protocol::RecordType;
+use rand_core::{OsRng, RngCore};
+use sha2::{Digest, Sha256};
+
+use super::jobs::{reply, Incoming};
+use super::wire::{WireError, Writer};
+
+/// Free space left on the service's disk after a checkpoint is written: a training must not
+/// fill the disk its owner works on.
+const DISK_MARGIN: u64 = 256 << 20;
+
+/// Why a file was not sent whole.
+#[derive(Debug, thiserror::Error)]
+pub enum SendDataError {
+    /// Reading it failed part way.
+    #[error("it cannot be read: {0}")]
+    Read(#[from] std::io::Error),
+    /// The connection failed.
+    #[error(transparent)]
+    Wire(#[from] WireError),
+}
+
+/// Sends what `source` holds as DATA records and a DATA_END of the SHA-256 and length of
+/// what was actually read (the receiver compares them with what it was told to expect).
+///
+/// # Errors
+/// [`SendDataError`].
+pub async fn send_data(writer: &mut Writer, source: &mut impl Read) -> Result<(), SendDataError> {
+    let mut hash = Sha256::new();
+    let mut total = 0u64;
+    let mut chunk = vec![0; CHUNK];
+    loop {
+        let read = source.read(&mut chunk)?;
+        if read == 0 {
+            break;
+        }
+        hash.update(&chunk[..read]);
+        total += read as u64;
+        writer.send(RecordType::Data, &chunk[..read]).await?;
+    }
+    writer
+        .send(RecordType::DataEnd, &data_end(hash.finalize().into(), total))
+        .await?;
+    Ok(())
+}
+
+/// Receives the workspace (never more than the spec announced, which is itself capped) and
+/// its SHA-256, hashed as it arrives. `None` once a damaged workspace was answered.
+pub(super) async fn receive_workspace(
+    spec: &JobSpec,
+    writer: &mut Writer,
+    incoming: &mut Incoming,
+) -> Result<Option<(Vec<u8>, [u8; 32])>, &'static str> {
+    let announced = spec
+        .workspace_bytes
+        .min(partagpu_core::job::workspace::MAX_WORKSPACE_BYTES);
+    let mut workspace = Vec::new();
+    let mut hash = Sha256::new();
+    loop {
+        let Some(Ok(record)) = incoming.recv().await else {
+            return Err("closed");
+        };
+        match record.record_type {
+            RecordType::Data => {
+                if (workspace.len() + record.body.len()) as u64 > announced {
+                    return Err("a workspace larger than it announced");
+                }
+                workspace.extend_from_slice(&record.body);
+                hash.update(&record.body);
+            }
+            RecordType::DataEnd => {
+                let Some((sha, total)) = parse_data_end(&record.body) else {
+                    return Err("an invalid DATA_END");
+                };
+                let digest: [u8; 32] = hash.finalize().into();
+                if total != workspace.len() as u64 || sha != digest {
+                    reply(
+                        writer,
+                        &JobReply::refused("the workspace arrived damaged (length or SHA-256)"),
+                    )
+                    .await?;
+                    return Ok(None);
+                }
+                return Ok(Some((workspace, digest)));
+            }
+            _ => return Err("a record out of place in a workspace upload"),
+        }
+    }
+}
+
+/// A file of the inbox being written: removed unless it was kept.
+struct Partial(Option<PathBuf>);
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Why this machine cannot keep a checkpoint of `size` bytes in `inbox`, before any is sent.
+fn no_room_for(inbox: &Path, size: u64) -> Option<String> {
+    let stat = rustix::fs::statvfs(inbox).ok()?;
+    let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+    (free < size.saturating_add(DISK_MARGIN)).then(|| {
+        format!(
+            "this machine has {} MiB free on its disk, too little for the checkpoint to start from ({} MiB)",
+            free >> 20,
+            size >> 20
+        )
+    })
+}
+
+/// Receives the checkpoint `announced` (a spec's `resume_checkpoint`) into a new file of
+/// `inbox`, synced before it is returned. `None` once a refusal was answered (damaged, or no
+/// room on this machine): its records were read to their DATA_END, so the connection goes on.
+pub(super) async fn receive_checkpoint(
+    announced: &ArtifactInfo,
+    inbox: &Path,
+    writer: &mut Writer,
+    incoming: &mut Incoming,
+) -> Result<Option<PathBuf>, &'static str> {
+    let limit = announced.size.min(MAX_CHECKPOINT_BYTES);
+    let path = inbox.join(format!("{:016x}.part", OsRng.next_u64()));
+    let mut partial = Partial(None);
+    let mut trouble = no_room_for(inbox, limit);
+    let mut file = None;
+    if trouble.is_none() {
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path);
+        match opened {
+            Ok(opened) => {
+                partial.0 = Some(path.clone());
+                file = Some(opened);
+            }
+            Err(error) => {
+                trouble = Some(format!(
+                    "this machine cannot keep the checkpoint to start from: {error}"
+                ))
+            }
+        }
+    }
+    let mut hash = Sha256::new();
+    let mut received = 0u64;
+    loop {
+        let Some(Ok(record)) = incoming.recv().await else {
+            return Err("closed");
+        };
+        match record.record_type {
+            RecordType::Data => {
+                received += record.body.len() as u64;
+                if received > limit {
+                    return Err("a checkpoint larger than it announced");
+                }
+                hash.update(&record.body);
+                if let Some(error) = file
+                    .as_mut()
+                    .and_then(|f: &mut File| f.write_all(&record.body).err())
+                {
+                    trouble = Some(format!(
+                        "this machine cannot keep the checkpoint to start from: {error}"
+                    ));
+                    file = None;
+                }
+            }
+            RecordType::DataEnd => {
+                let Some((sha, total)) = parse_data_end(&record.body) else {
+                    return Err("an invalid DATA_END");
+                };
+                let digest: [u8; 32] = hash.finalize().into();
+                let intact = total == received && sha == digest && received == announced.size;
+                let matches = intact && hex::encode(digest) == announced.sha256;
+                let synced = file.as_ref().map(File::sync_all);
+                let why = match (trouble, synced) {
+                    (Some(why), _) => why,
+                    _ if !matches => {
+                        "the checkpoint to start from arrived damaged (length or SHA-256)".into()
+                    }
+                    (None, Some(Err(error))) => {
+                        format!("this machine cannot keep the checkpoint to start from: {error}")
+                    }
+                    (None, _) => {
+                        partial.0 = None;
+                        return Ok(Some(path));
+                    }
+                };
+                reply(writer, &JobReply::refused(why)).await?;
+                return Ok(None);
+            }
+            _ => return Err("a record out of place in a checkpoint upload"),
+        }
+    }
+}
