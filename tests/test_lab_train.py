@@ -423,14 +423,16 @@ def losing_node_0_in_epoch_3(epochs, *args, output, timeout, script_args=()):
 def test_a_training_that_loses_node_0_leaves_its_last_checkpoint_to_go_on_from(train_lab, tmp_path):
     """Machine 1 coordinates a training on machines 2 and 3 only, so every checkpoint is on
     other machines; it keeps a copy of the newest. Node 0's service is killed in epoch 3:
-    the training fails naming it, and the copy comes back to the submitter. A new run with
-    that file beside the script goes on from it, and metrics.json has every epoch once."""
+    the training fails naming it, and the copy comes back to the submitter. A new run given
+    that file (--resume-from: it travels beside the workspace, not in it) goes on from it,
+    and metrics.json has every epoch once."""
     out = tmp_path / "first"
     returncode, rest, err = losing_node_0_in_epoch_3(50, output=out, timeout=120)
     assert returncode == 1, err[-2000:]
     kept = out / "partagpu-checkpoint.pt"
     assert "lab-2 (node 0) vanished" in err, err[-2000:]
-    assert f"its last checkpoint was saved to {kept}: put it beside the script" in err, err[-2000:]
+    assert f"its last checkpoint was saved to {kept}: go on from there with resume_from (--resume-from {kept})" in err, \
+        err[-2000:]
     assert re.search(r"\[partagpu\] its last checkpoint \(step \d+\) is kept: partagpu-checkpoint.pt", rest), rest
     step = int(run([TORCH, "-c", "import sys, torch; print(torch.load(sys.argv[1], weights_only=False)"
                     "['partagpu_step'])", str(kept)], timeout=120).stdout)
@@ -444,12 +446,12 @@ def test_a_training_that_loses_node_0_leaves_its_last_checkpoint_to_go_on_from(t
     work = tmp_path / "work"
     work.mkdir()
     (work / "train.py").write_bytes(TRAIN.read_bytes())
-    (work / "partagpu-checkpoint.pt").write_bytes(kept.read_bytes())
     epochs = step + 3
-    resumed = train("--nodes", "3", "--workspace", str(work), str(work / "train.py"), "--epochs", str(epochs),
-                    output=tmp_path / "second")
+    resumed = train("--nodes", "3", "--resume-from", str(kept), "--workspace", str(work), str(work / "train.py"),
+                    "--epochs", str(epochs), output=tmp_path / "second")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"resuming after epoch {step + 1} on 3 process(es)" in resumed.stdout, resumed.stdout[-3000:]
+    assert "and the checkpoint partagpu-checkpoint.pt (" in resumed.stderr, resumed.stderr[-3000:]
     metrics = json.loads((tmp_path / "second" / "metrics.json").read_text())
     assert [e["epoch"] for e in metrics["epochs"]] == list(range(1, epochs + 1))
     assert [e["processes"] for e in metrics["epochs"]] == [2] * (step + 1) + [3] * 2

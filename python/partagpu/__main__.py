@@ -3,8 +3,8 @@
 
 * ``peers [--json] [--timeout S]``: the machines of the room as the local partagpud sees
   them, as a table or as one JSON document (the shape of ``partagpuctl peers --json``).
-* ``run [--nodes N|NAME,NAME|auto] [--min-nodes N] [--workspace DIR] [--artifact PAT]...
-  [--output DIR] [--peer HOST[:PORT]] [--room LABEL|ID] [--epoch N] SCRIPT [ARGS...]``: one distributed
+* ``run [--nodes N|NAME,NAME|auto] [--min-nodes N] [--resume-from FILE] [--workspace DIR]
+  [--artifact PAT]... [--output DIR] [--peer HOST[:PORT]] [--room LABEL|ID] [--epoch N] SCRIPT [ARGS...]``: one distributed
   training (``partagpu.distribute``), its output streamed. ``--peer``/``--room`` send it
   over PGR/1 to a member of the room instead of the local partagpud; the room code is read
   from ``$PARTAGPU_CODE`` only (an argument would show in ``ps`` and the shell history).
@@ -184,7 +184,8 @@ def run_training(args: argparse.Namespace) -> int:
                    artifacts=args.artifact if args.artifact else ("model.pt", "metrics.json"),
                    runtime=args.runtime, gpus_per_node=args.gpus_per_node,
                    timeout=args.timeout, output=args.output, room=room,
-                   artifacts_from=args.artifacts_from, min_nodes=args.min_nodes)
+                   artifacts_from=args.artifacts_from, min_nodes=args.min_nodes,
+                   resume_from=args.resume_from)
     except KeyboardInterrupt:
         print("partagpu: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -236,6 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="file to bring back from rank 0, may repeat (default model.pt and metrics.json)")
     run.add_argument("--min-nodes", type=int, default=None, metavar="N",
                      help="elastic: go on with at least N machines when one is lost, from the last checkpoint")
+    run.add_argument("--resume-from", default=None, metavar="FILE",
+                     help="a checkpoint to go on from (up to 2 GiB), sent beside the workspace")
     run.add_argument("--artifacts-from", choices=("rank0", "all"), default="rank0",
                      help="rank0 (default), or all: every machine's, rank N's under rank-N/")
     run.add_argument("--output", default=None, metavar="DIR",

@@ -17,7 +17,8 @@ here depends on them.
 After each checkpoint, :func:`save` writes a small index beside it (``partagpu-checkpoint.json``:
 its step and file name). The service coordinating the training reads it to keep a copy of the
 newest checkpoint on its own machine, so a training that fails still leaves its last
-checkpoint to its submitter; put that file beside the script and :func:`load` starts from it.
+checkpoint to its submitter; pass it as ``distribute(..., resume_from=...)`` and :func:`load`
+starts from it.
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ from partagpu.errors import JobFailedError, PartaGPUError, WorkspaceError
 from partagpu.jobs import TERMINAL_STATES, Job
 from partagpu.peers import format_bytes
 from partagpu.progress import Progress
+from partagpu.resume import ResumeFrom
+from partagpu.resume import resume_from as resume_checkpoint
 from partagpu.workspace import pack
 
 if TYPE_CHECKING:
@@ -102,10 +104,18 @@ def _say(text: str) -> None:
     print(f"partagpu: {text}", file=sys.stderr, flush=True)
 
 
-def _send(method: str, spec: dict[str, Any], data: bytes, target: str, timeout: float) -> Job:
-    with ServiceClient(min(timeout, 30.0)) as client:
-        (handle,) = client.call(JOBS_INTERFACE, method, "says",
-                                (json.dumps(spec), data, target), timeout=timeout)
+def _send(method: str, spec: dict[str, Any], data: bytes, target: str, timeout: float,
+          resume: ResumeFrom | None = None) -> Job:
+    if resume is None:
+        with ServiceClient(min(timeout, 30.0)) as client:
+            (handle,) = client.call(JOBS_INTERFACE, method, "says",
+                                    (json.dumps(spec), data, target), timeout=timeout)
+        return Job(handle)
+    # The service reads the checkpoint through this open file, with the caller's rights.
+    spec = dict(spec, resume_checkpoint=resume.spec_field)
+    with ServiceClient(min(timeout, 30.0), enable_fds=True) as client, open(resume.path, "rb") as file:
+        (handle,) = client.call(JOBS_INTERFACE, f"{method}Resuming", "saysh",
+                                (json.dumps(spec), data, target, file), timeout=timeout)
     return Job(handle)
 
 
@@ -209,8 +219,8 @@ def _kept_checkpoint(job: Job, output: str | Path | None) -> str:
     kept = [a for a in job.artifacts if "path" in a]
     if not kept:
         return ""
-    return (f"; its last checkpoint was saved to {kept[0]['path']}: put it beside the script to go on "
-            "from there")
+    path = kept[0]["path"]
+    return f"; its last checkpoint was saved to {path}: go on from there with resume_from (--resume-from {path})"
 
 
 def distribute(script: str | os.PathLike[str], *args: str,
@@ -220,7 +230,8 @@ def distribute(script: str | os.PathLike[str], *args: str,
                env: Mapping[str, str] | None = None, wait: bool = True,
                timeout: float | None = None, output: str | os.PathLike[str] | None = None,
                time_limit_s: int = DEFAULT_TIME_LIMIT_S, room: Room | None = None,
-               artifacts_from: str = "rank0", min_nodes: int | None = None) -> Job:
+               artifacts_from: str = "rank0", min_nodes: int | None = None,
+               resume_from: str | os.PathLike[str] | None = None) -> Job:
     """Runs ``script`` (inside ``workspace``) with ``args`` as one DDP training across the
     room's machines: ``nodes`` None for every eligible one, a number, or names.
 
@@ -240,6 +251,11 @@ def distribute(script: str | os.PathLike[str], *args: str,
     it goes on with the others (at least ``min_nodes``), whose workers restart from their
     last :mod:`partagpu.checkpoint`.
 
+    ``resume_from`` names a checkpoint to go on from (the one a failed training left, say):
+    it is sent beside the workspace, so it may be larger than a workspace (up to 2 GiB), and
+    every machine finds it at the top of its workspace under its file name, where
+    :func:`partagpu.checkpoint.load` reads it.
+
     ``room`` (a :class:`partagpu.remote.Room`) sends it over PGR/1 to a member of that room,
     which coordinates it, instead of asking the local partagpud; see :func:`_room_for` for
     when that happens without ``room``.
@@ -258,20 +274,24 @@ def distribute(script: str | os.PathLike[str], *args: str,
         if isinstance(min_nodes, bool) or not isinstance(min_nodes, int) or min_nodes < 1:
             raise ValueError("min_nodes is the number of machines (1 or more) an elastic training goes on with")
         spec["min_nodes"] = min_nodes
-    _say(f"sending the workspace: {packed[1]} file{'' if packed[1] == 1 else 's'}, {format_bytes(len(packed[0]))}")
+    resume = None if resume_from is None else resume_checkpoint(resume_from)
+    _say(f"sending the workspace: {packed[1]} file{'' if packed[1] == 1 else 's'}, {format_bytes(len(packed[0]))}"
+         + ("" if resume is None else f", and the checkpoint {resume.name} ({format_bytes(resume.size)})"))
     remote = _room_for(room)
     if nodes == "auto":
-        return _distribute_planned(spec, packed, remote, wait, timeout, root if output is None else Path(output))
-    job = _launch(spec, packed[0], nodes_argument(nodes), remote)
+        return _distribute_planned(spec, packed, remote, (wait, timeout, root if output is None else Path(output)),
+                                   resume)
+    job = _launch(spec, packed[0], nodes_argument(nodes), remote, resume)
     if wait:
         follow(job, timeout, root if output is None else output)
     return job
 
 
-def _launch(spec: dict[str, Any], data: bytes, target: str, remote: Room | None) -> Job:
+def _launch(spec: dict[str, Any], data: bytes, target: str, remote: Room | None,
+            resume: ResumeFrom | None = None) -> Job:
     if remote is None:
-        return _send("Distribute", spec, data, target, SUBMIT_TIMEOUT_S)
-    job = remote.distribute(spec, data, target)
+        return _send("Distribute", spec, data, target, SUBMIT_TIMEOUT_S, resume)
+    job = remote.distribute(spec, data, target, resume)
     _say(f"{remote.describe()} coordinates job {job.handle}")
     return job
 
@@ -287,8 +307,10 @@ def _online_machines() -> list[str] | None:
 
 
 def _distribute_planned(spec: dict[str, Any], packed: tuple[bytes, int, str], remote: Room | None,
-                        wait: bool, timeout: float | None, output: Path) -> Job:
-    """nodes="auto": probe (or the cached probe), plan, say the prediction, then train."""
+                        following: tuple[bool, float | None, Path], resume: ResumeFrom | None) -> Job:
+    """nodes="auto": probe (or the cached probe), plan, say the prediction, then train (the
+    probe times the script without the checkpoint ``resume``, which only the training gets)."""
+    wait, timeout, output = following
     from partagpu import autoplan
 
     online = _online_machines() if remote is None else None
@@ -313,7 +335,7 @@ def _distribute_planned(spec: dict[str, Any], packed: tuple[bytes, int, str], re
     env = dict(spec["env"], **autoplan.plan_env(chosen_plan, found))
     artifacts = list(dict.fromkeys([*spec["artifacts"], autoplan.METRICS_FILE]))
     job = _launch(dict(spec, env=env, artifacts=artifacts), packed[0], ",".join(autoplan.chosen_machines(chosen)),
-                  remote)
+                  remote, resume)
     job.plan = chosen_plan
     if wait:
         follow(job, timeout, output)

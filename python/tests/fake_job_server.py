@@ -60,6 +60,7 @@ class FakeMember:
         self.handshake_failures: list[PgrError] = []
         self.requests: list[dict[str, Any]] = []
         self.workspaces: list[bytes] = []
+        self.checkpoints: list[bytes] = []
         self.closes: list[str] = []
         self.pings = 0
         self.jobs: dict[str, dict[str, Any]] = {}
@@ -154,23 +155,34 @@ class FakeMember:
     def _refuse(self, session: Session, error: str) -> None:
         self._reply(session, {"ok": False, "error": error, "done": False})
 
-    def _distribute(self, session: Session, request: dict[str, Any]) -> None:
-        spec, node = request["spec"], session.peer_node_id
+    @staticmethod
+    def _stream(session: Session, limit: int, what: str) -> tuple[bytes, bool]:
+        """DATA records up to ``limit`` bytes, then their DATA_END: the bytes and whether
+        the DATA_END matches them."""
         data = bytearray()
         while True:
             record_type, body = session.recv(10)
             if record_type is RecordType.DATA:
-                if len(body) > CHUNK or len(data) + len(body) > spec["workspace_bytes"]:
-                    raise _Refused("a workspace larger than it announced, or a DATA over "
-                                   "60000 bytes")
+                if len(body) > CHUNK or len(data) + len(body) > limit:
+                    raise _Refused(f"a {what} larger than it announced, or a DATA over 60000 bytes")
                 data += body
             elif record_type is RecordType.DATA_END and len(body) == 40:
-                break
+                return bytes(data), body == hashlib.sha256(data).digest() + struct.pack("!Q", len(data))
             else:
-                raise _Refused(f"{record_type.name}: a record out of place in a workspace upload")
-        if body != hashlib.sha256(data).digest() + struct.pack("!Q", len(data)):
+                raise _Refused(f"{record_type.name}: a record out of place in a {what} upload")
+
+    def _distribute(self, session: Session, request: dict[str, Any]) -> None:
+        spec, node = request["spec"], session.peer_node_id
+        data, intact = self._stream(session, spec["workspace_bytes"], "workspace")
+        if not intact:
             return self._refuse(session, "the workspace arrived damaged (length or SHA-256)")
-        self.workspaces.append(bytes(data))
+        self.workspaces.append(data)
+        resume = spec.get("resume_checkpoint")
+        if resume is not None:
+            checkpoint, intact = self._stream(session, resume["size"], "checkpoint")
+            if not intact or hashlib.sha256(checkpoint).hexdigest() != resume["sha256"]:
+                return self._refuse(session, "the checkpoint to start from arrived damaged (length or SHA-256)")
+            self.checkpoints.append(checkpoint)
         if spec["submitter"] != node:
             return self._refuse(session, "the training's submitter is not the machine that sent it")
         if self.refuse:

@@ -148,6 +148,8 @@ class FakeJobs:
     errors: dict[str, tuple[str, str]] = field(default_factory=dict)
     jobs: dict[str, FakeJob] = field(default_factory=dict)
     received: list[tuple[str, dict[str, Any], bytes, str]] = field(default_factory=list)
+    # What each DistributeResuming's file descriptor held, read as the service reads it.
+    checkpoints: list[bytes] = field(default_factory=list)
 
     def find(self, handle: str) -> FakeJob:
         found = [job for name, job in self.jobs.items()
@@ -166,6 +168,10 @@ class FakeJobs:
             return new_error(call, ERROR_PREFIX + "JobNotFound", "s", (str(error.args[0]),))
 
     def _answer(self, call: Message, member: str, body: tuple[Any, ...]) -> Message:
+        if member == "DistributeResuming":
+            with body[3].to_file("rb") as passed:
+                self.checkpoints.append(passed.read())
+            member = "Distribute"
         if member in ("Submit", "Distribute"):
             spec = json.loads(body[0])
             self.received.append((member, spec, bytes(body[1]), body[2]))

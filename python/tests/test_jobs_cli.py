@@ -4,12 +4,15 @@ output, artifacts, exit statuses, and Ctrl+C (a real SIGINT) cancelling the trai
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+
+import pytest
 
 from conftest import PYTHON_DIR
 from fake_partagpud import FakeJob, FakeJobs, fake_partagpud
@@ -69,9 +72,46 @@ def test_a_failed_training_brings_back_its_last_checkpoint(system_bus, tmp_path)
         result = run_cli("run", "--output", str(out), "--workspace", str(tmp_path), str(tmp_path / "train.py"))
     assert result.returncode == 1
     last = result.stderr.splitlines()[-1]
+    kept = out / "partagpu-checkpoint.pt"
     assert last.endswith(f"lab-2 (node 0) vanished: the machine went offline; its last checkpoint was saved to "
-                         f"{out / 'partagpu-checkpoint.pt'}: put it beside the script to go on from there"), last
+                         f"{kept}: go on from there with resume_from (--resume-from {kept})"), last
     assert (out / "partagpu-checkpoint.pt").read_bytes() == b"epoch 3"
+
+
+def test_a_training_goes_on_from_a_checkpoint_passed_beside_the_workspace(system_bus, tmp_path):
+    """--resume-from: the file is not packed into the workspace (it may be far larger); the
+    spec describes it and the service gets it as an open file descriptor."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "train.py").write_text("")
+    kept = tmp_path / "out" / "partagpu-checkpoint.pt"
+    kept.parent.mkdir()
+    kept.write_bytes(b"state of epoch 3" * 1000)
+    jobs = FakeJobs()
+    with fake_partagpud(system_bus, {}, jobs):
+        result = run_cli("run", "--resume-from", str(kept), "--workspace", str(tmp_path / "work"),
+                         str(tmp_path / "work" / "train.py"))
+    assert result.returncode == 0, result.stderr
+    assert "and the checkpoint partagpu-checkpoint.pt (16000 B)" in result.stderr, result.stderr
+    member, spec, workspace, _ = jobs.received[0]
+    assert member == "Distribute" and jobs.checkpoints == [kept.read_bytes()]
+    assert spec["resume_checkpoint"] == {"name": "partagpu-checkpoint.pt", "size": 16000,
+                                         "sha256": hashlib.sha256(kept.read_bytes()).hexdigest()}
+    assert b"state of epoch 3" not in workspace
+
+
+@pytest.mark.parametrize("name, why", [(".hidden.pt", "plain file name"),
+                                       ("partagpu-checkpoint.json", "plain file name"),
+                                       ("missing.pt", "is not a file")])
+def test_a_checkpoint_to_go_on_from_is_checked_before_anything_is_sent(system_bus, tmp_path, name, why):
+    (tmp_path / "train.py").write_text("")
+    if name != "missing.pt":
+        (tmp_path / name).write_bytes(b"x")
+    jobs = FakeJobs()
+    with fake_partagpud(system_bus, {}, jobs):
+        result = run_cli("run", "--resume-from", str(tmp_path / name), "--workspace", str(tmp_path),
+                         str(tmp_path / "train.py"))
+    assert result.returncode == 1 and why in result.stderr, result.stderr
+    assert jobs.received == []
 
 
 def test_a_refusal_is_one_line_and_status_1(system_bus, tmp_path):

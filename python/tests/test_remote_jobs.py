@@ -79,6 +79,21 @@ def test_distribute_end_to_end(member, workspace, tmp_path, capsys):
     assert job.summary()["machines"] == ["lab-1", "lab-2"] and job.summary()["wall_s"] == 12.345
 
 
+def test_a_checkpoint_to_go_on_from_follows_the_workspace(member, workspace, tmp_path):
+    fake = member(RUN_AND_SUCCEED, {"model.pt": WEIGHTS})
+    kept = tmp_path / "partagpu-checkpoint.pt"
+    kept.write_bytes(WEIGHTS * 3)  # several DATA records, never in the workspace
+    job = partagpu.distribute(workspace / "train.py", workspace=workspace, room=room_of(fake, tmp_path),
+                              resume_from=kept)
+    assert job.status == "succeeded" and fake.errors == []
+    assert fake.checkpoints == [kept.read_bytes()]
+    assert fake.requests[0]["spec"]["resume_checkpoint"] == {
+        "name": "partagpu-checkpoint.pt", "size": len(WEIGHTS) * 3,
+        "sha256": hashlib.sha256(kept.read_bytes()).hexdigest()}
+    with tarfile.open(fileobj=io.BytesIO(fake.workspaces[0])) as archive:
+        assert "partagpu-checkpoint.pt" not in archive.getnames()
+
+
 def test_the_log_streams_with_offsets_across_a_broken_connection(member, workspace, tmp_path):
     first = b"x" * 70_000 + b"\n"  # more than one LOG record
     fake = member([("state", "running"), ("log", first), ("log", b"line 2\n"), ("drop",),

@@ -33,7 +33,8 @@ from partagpu.remote.choose import DEFAULT_PORT, Member, RoomTarget, choose_room
 from partagpu.remote.failures import member_errors, why_not
 from partagpu.remote.node_key import load_identity
 from partagpu.remote.transport import MemberTransport
-from partagpu.remote.wire import receive_reply, send_request, send_stream
+from partagpu.remote.wire import CHUNK, receive_reply, send_chunks, send_request, send_stream
+from partagpu.resume import ResumeFrom
 
 CODE_ENV, PEER_ENV, ROOM_ENV = "PARTAGPU_CODE", "PARTAGPU_PEER", "PARTAGPU_ROOM"
 HANDSHAKE_TIMEOUT_S = 10.0
@@ -176,16 +177,21 @@ class Room:
                     and label.isprintable()):
                 self._target = dataclasses.replace(self._target, label=label[:MAX_LABEL_CHARS])
 
-    def distribute(self, spec: dict[str, Any], workspace: bytes, nodes: str) -> Job:
+    def distribute(self, spec: dict[str, Any], workspace: bytes, nodes: str,
+                   resume: ResumeFrom | None = None) -> Job:
         """Sends a training (a JobSpec template and its packed workspace) to a member, which
-        coordinates it (§7.6, ``distribute``); returns the :class:`Job` of its group record,
-        already being followed."""
+        coordinates it (§7.6, ``distribute``), with the checkpoint it goes on from after the
+        workspace; returns the :class:`Job` of its group record, already being followed."""
         spec = dict(spec, submitter=self.node_id)  # the member checks it is ours
+        if resume is not None:
+            spec["resume_checkpoint"] = resume.spec_field
         session, member = self.dial()
         try:
             with member_errors(member):
                 send_request(session, {"op": "distribute", "spec": spec, "nodes": nodes})
                 send_stream(session, workspace)
+                if resume is not None:
+                    send_chunks(session, resume.chunks(CHUNK))
                 reply = receive_reply(session, DISTRIBUTE_TIMEOUT_S)
             if not reply.ok or reply.record is None:
                 raise from_member_refusal(reply.error)

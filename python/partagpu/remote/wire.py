@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import struct
+from collections.abc import Iterable
 from typing import Any
 
 from partagpu.errors import ArtifactError, ServiceError
@@ -52,9 +53,18 @@ def data_end(data: bytes) -> bytes:
 
 def send_stream(session: Session, data: bytes) -> None:
     """``data`` as DATA records of at most :data:`CHUNK` bytes, then DATA_END."""
-    for start in range(0, len(data), CHUNK):
-        session.send(RecordType.DATA, data[start:start + CHUNK])
-    session.send(RecordType.DATA_END, data_end(data))
+    send_chunks(session, (data[start:start + CHUNK] for start in range(0, len(data), CHUNK)))
+
+
+def send_chunks(session: Session, chunks: Iterable[bytes]) -> None:
+    """Each of ``chunks`` (at most :data:`CHUNK` bytes) as a DATA record, then the DATA_END
+    of what was sent: a file read as it goes out is never held whole."""
+    digest, total = hashlib.sha256(), 0
+    for chunk in chunks:
+        session.send(RecordType.DATA, chunk)
+        digest.update(chunk)
+        total += len(chunk)
+    session.send(RecordType.DATA_END, digest.digest() + struct.pack("!Q", total))
 
 
 def parse_log(body: bytes) -> tuple[int, bytes]:

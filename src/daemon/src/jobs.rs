@@ -8,6 +8,7 @@ pub mod checkpoint;
 pub mod exec;
 pub mod gpu;
 pub mod group;
+pub mod inbox;
 pub mod launch;
 pub mod manager;
 pub mod netfilter;

@@ -144,8 +144,32 @@ fn group_owner(
 pub async fn distribute(
     jobs: &JobManager,
     peer: Arc<PeerContext>,
+    template: JobSpec,
+    (workspace, checkpoint): (Vec<u8>, Option<std::path::PathBuf>),
+    nodes: &str,
+    origin: &Origin,
+) -> Result<JobRecord, JobError> {
+    let started = start(
+        jobs,
+        peer,
+        template,
+        (workspace, checkpoint.as_deref()),
+        nodes,
+        origin,
+    )
+    .await;
+    if let Some(path) = checkpoint {
+        // Linked beside the record by then when a returning machine may need it.
+        let _ = fs::remove_file(path);
+    }
+    started
+}
+
+async fn start(
+    jobs: &JobManager,
+    peer: Arc<PeerContext>,
     mut template: JobSpec,
-    workspace: Vec<u8>,
+    (workspace, checkpoint): (Vec<u8>, Option<&std::path::Path>),
     nodes: &str,
     origin: &Origin,
 ) -> Result<JobRecord, JobError> {
@@ -168,12 +192,9 @@ pub async fn distribute(
     template
         .validate()
         .map_err(|e| JobError::Invalid(e.to_string()))?;
-    if template.resume_checkpoint.is_some() {
-        // Only a coordinator sets it, on the parts of a new launch; a training to go on from
-        // a checkpoint brings it in its workspace.
+    if template.resume_checkpoint.is_some() != checkpoint.is_some() {
         return Err(JobError::Invalid(
-            "a training is sent with its checkpoint in its workspace, not as a checkpoint to start from"
-                .into(),
+            "the training names a checkpoint to start from that did not come with it".into(),
         ));
     }
     let handle = template.key().dir_name();
@@ -209,7 +230,7 @@ pub async fn distribute(
             jobs,
             &peer,
             part.spec.clone(),
-            (workspace.clone(), None),
+            (workspace.clone(), checkpoint),
             &part.machine,
             uid,
         )
@@ -280,7 +301,11 @@ pub async fn distribute(
             shared.submitted.dir(&record.job).join(rejoin::WORKSPACE),
             &workspace,
         );
-        if let Err(error) = kept {
+        // Its parts' `resume_checkpoint`, sent again with them.
+        let linked = checkpoint.map_or(Ok(()), |path| {
+            fs::hard_link(path, shared.submitted.dir(&record.job).join(rejoin::CHECKPOINT))
+        });
+        if let Err(error) = kept.and(linked) {
             tracing::warn!(group = record.job, "a returning machine cannot rejoin: {error}");
         }
     }

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::events::kinds;
-use super::upload::{receive_checkpoint, receive_workspace, send_data};
+use super::upload::{receive_upload, send_data};
 use super::wire::{Channel, Reader, WireError, Writer};
 use super::PeerContext;
 use crate::jobs::manager::{JobEntry, JobManager, Origin};
@@ -145,28 +145,24 @@ async fn handle(
     let Connection { jobs, origin, .. } = *connection;
     match request {
         JobRequest::Submit { spec } => {
-            let Some(workspace) = receive_workspace(&spec, writer, incoming).await? else {
+            let inbox = &jobs.shared.inbox;
+            let Some((workspace, checkpoint)) = receive_upload(&spec, inbox, writer, incoming).await? else {
                 return Ok(());
             };
-            let mut checkpoint = None;
-            if let Some(announced) = &spec.resume_checkpoint {
-                let inbox = &jobs.shared.inbox;
-                let Some(path) = receive_checkpoint(announced, inbox, writer, incoming).await? else {
-                    return Ok(());
-                };
-                checkpoint = Some(path);
-            }
             match jobs.accept_hashed(*spec, workspace, checkpoint, origin) {
                 Ok(record) => reply(writer, &JobReply::with(record, false)).await,
                 Err(error) => reply(writer, &JobReply::refused(error.to_string())).await,
             }
         }
         JobRequest::Distribute { spec, nodes } => {
-            let Some((workspace, _)) = receive_workspace(&spec, writer, incoming).await? else {
+            let inbox = &jobs.shared.inbox;
+            let Some(((workspace, _), checkpoint)) = receive_upload(&spec, inbox, writer, incoming).await?
+            else {
                 return Ok(());
             };
             let peer = Arc::clone(connection.context);
-            match crate::jobs::group::distribute(jobs, peer, *spec, workspace, &nodes, origin).await {
+            let upload = (workspace, checkpoint);
+            match crate::jobs::group::distribute(jobs, peer, *spec, upload, &nodes, origin).await {
                 Ok(record) => reply(writer, &JobReply::with(record, false)).await,
                 Err(error) => reply(writer, &JobReply::refused(error.to_string())).await,
             }

@@ -7,7 +7,6 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use partagpu_core::job::checkpoint::MAX_CHECKPOINT_BYTES;
@@ -15,15 +14,11 @@ use partagpu_core::job::spec::JobSpec;
 use partagpu_core::job::state::ArtifactInfo;
 use partagpu_core::job::wire::{data_end, parse_data_end, JobReply, CHUNK};
 use partagpu_core::protocol::RecordType;
-use rand_core::{OsRng, RngCore};
 use sha2::{Digest, Sha256};
 
 use super::jobs::{reply, Incoming};
 use super::wire::{WireError, Writer};
-
-/// Free space left on the service's disk after a checkpoint is written: a training must not
-/// fill the disk its owner works on.
-const DISK_MARGIN: u64 = 256 << 20;
+use crate::jobs::inbox::{no_room_for, Partial};
 
 /// Why a file was not sent whole.
 #[derive(Debug, thiserror::Error)]
@@ -60,9 +55,27 @@ pub async fn send_data(writer: &mut Writer, source: &mut impl Read) -> Result<()
     Ok(())
 }
 
+/// What follows a submit or distribute request: the workspace and its SHA-256, then the
+/// checkpoint to start from when the spec names one. `None` once a refusal was answered.
+pub(super) async fn receive_upload(
+    spec: &JobSpec,
+    inbox: &Path,
+    writer: &mut Writer,
+    incoming: &mut Incoming,
+) -> Result<Option<((Vec<u8>, [u8; 32]), Option<PathBuf>)>, &'static str> {
+    let Some(workspace) = receive_workspace(spec, writer, incoming).await? else {
+        return Ok(None);
+    };
+    let Some(announced) = &spec.resume_checkpoint else {
+        return Ok(Some((workspace, None)));
+    };
+    let received = receive_checkpoint(announced, inbox, writer, incoming).await?;
+    Ok(received.map(|path| (workspace, Some(path))))
+}
+
 /// Receives the workspace (never more than the spec announced, which is itself capped) and
 /// its SHA-256, hashed as it arrives. `None` once a damaged workspace was answered.
-pub(super) async fn receive_workspace(
+async fn receive_workspace(
     spec: &JobSpec,
     writer: &mut Writer,
     incoming: &mut Incoming,
@@ -104,60 +117,26 @@ pub(super) async fn receive_workspace(
     }
 }
 
-/// A file of the inbox being written: removed unless it was kept.
-struct Partial(Option<PathBuf>);
-
-impl Drop for Partial {
-    fn drop(&mut self) {
-        if let Some(path) = self.0.take() {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-/// Why this machine cannot keep a checkpoint of `size` bytes in `inbox`, before any is sent.
-fn no_room_for(inbox: &Path, size: u64) -> Option<String> {
-    let stat = rustix::fs::statvfs(inbox).ok()?;
-    let free = stat.f_bavail.saturating_mul(stat.f_frsize);
-    (free < size.saturating_add(DISK_MARGIN)).then(|| {
-        format!(
-            "this machine has {} MiB free on its disk, too little for the checkpoint to start from ({} MiB)",
-            free >> 20,
-            size >> 20
-        )
-    })
-}
-
 /// Receives the checkpoint `announced` (a spec's `resume_checkpoint`) into a new file of
 /// `inbox`, synced before it is returned. `None` once a refusal was answered (damaged, or no
 /// room on this machine): its records were read to their DATA_END, so the connection goes on.
-pub(super) async fn receive_checkpoint(
+async fn receive_checkpoint(
     announced: &ArtifactInfo,
     inbox: &Path,
     writer: &mut Writer,
     incoming: &mut Incoming,
 ) -> Result<Option<PathBuf>, &'static str> {
     let limit = announced.size.min(MAX_CHECKPOINT_BYTES);
-    let path = inbox.join(format!("{:016x}.part", OsRng.next_u64()));
-    let mut partial = Partial(None);
     let mut trouble = no_room_for(inbox, limit);
     let mut file = None;
+    let mut partial = None;
     if trouble.is_none() {
-        let opened = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path);
-        match opened {
-            Ok(opened) => {
-                partial.0 = Some(path.clone());
+        match Partial::create(inbox) {
+            Ok((opened, guard)) => {
                 file = Some(opened);
+                partial = Some(guard);
             }
-            Err(error) => {
-                trouble = Some(format!(
-                    "this machine cannot keep the checkpoint to start from: {error}"
-                ))
-            }
+            Err(why) => trouble = Some(why),
         }
     }
     let mut hash = Sha256::new();
@@ -199,10 +178,7 @@ pub(super) async fn receive_checkpoint(
                     (None, Some(Err(error))) => {
                         format!("this machine cannot keep the checkpoint to start from: {error}")
                     }
-                    (None, _) => {
-                        partial.0 = None;
-                        return Ok(Some(path));
-                    }
+                    (None, _) => return Ok(partial.map(Partial::keep)),
                 };
                 reply(writer, &JobReply::refused(why)).await?;
                 return Ok(None);

@@ -16,7 +16,7 @@ use zbus::Connection;
 use crate::auth::{authorize, caller_uid};
 use crate::error::BusError;
 use crate::jobs::manager::{JobEntry, JobError, JobManager, Origin};
-use crate::jobs::remote;
+use crate::jobs::{inbox, remote};
 use crate::peer::PeerContext;
 
 /// Largest piece of output one `Logs` call returns.
@@ -45,6 +45,38 @@ impl JobsIface {
     #[must_use]
     pub fn new(jobs: JobManager, peer: Arc<PeerContext>) -> Self {
         Self { jobs, peer }
+    }
+
+    /// A training's spec and the caller's uid, once the caller may submit and this machine
+    /// is in a room.
+    async fn training_request(
+        &self,
+        spec: &str,
+        connection: &Connection,
+        header: &Header<'_>,
+    ) -> Result<(JobSpec, u32), BusError> {
+        authorize(connection, header, actions::SUBMIT_JOB).await?;
+        let uid = caller_uid(connection, header).await?;
+        if self.peer.room.current().is_none() {
+            return Err(BusError::NotInRoom(
+                "this machine is in no room: join one first (partagpuctl room join)".into(),
+            ));
+        }
+        let spec = JobSpec::parse(spec.as_bytes()).map_err(|e| BusError::InvalidArgument(e.to_string()))?;
+        Ok((spec, uid))
+    }
+
+    async fn start_training(
+        &self,
+        spec: JobSpec,
+        upload: (Vec<u8>, Option<std::path::PathBuf>),
+        nodes: &str,
+        uid: u32,
+    ) -> Result<String, BusError> {
+        let peer = Arc::clone(&self.peer);
+        let origin = Origin::Local { uid };
+        let record = crate::jobs::group::distribute(&self.jobs, peer, spec, upload, nodes, &origin).await?;
+        Ok(record.job)
     }
 
     /// Only the submitting user and root may read a job's output and artifacts.
@@ -114,25 +146,36 @@ impl JobsIface {
         #[zbus(header)] header: Header<'_>,
         #[zbus(connection)] connection: &Connection,
     ) -> Result<String, BusError> {
-        authorize(connection, &header, actions::SUBMIT_JOB).await?;
-        let uid = caller_uid(connection, &header).await?;
-        let workspace = workspace.into_vec();
-        if self.peer.room.current().is_none() {
-            return Err(BusError::NotInRoom(
-                "this machine is in no room: join one first (partagpuctl room join)".into(),
+        let (spec, uid) = self.training_request(&spec, connection, &header).await?;
+        self.start_training(spec, (workspace.into_vec(), None), &nodes, uid)
+            .await
+    }
+
+    #[zbus(out_args("job"))]
+    async fn distribute_resuming(
+        &self,
+        spec: String,
+        workspace: serde_bytes::ByteBuf,
+        nodes: String,
+        checkpoint: OwnedFd,
+        #[zbus(header)] header: Header<'_>,
+        #[zbus(connection)] connection: &Connection,
+    ) -> Result<String, BusError> {
+        let (spec, uid) = self.training_request(&spec, connection, &header).await?;
+        let Some(announced) = spec.resume_checkpoint.clone() else {
+            return Err(BusError::InvalidArgument(
+                "the spec names no resume_checkpoint for the file passed".into(),
             ));
-        }
-        let spec = JobSpec::parse(spec.as_bytes()).map_err(|e| BusError::InvalidArgument(e.to_string()))?;
-        let record = crate::jobs::group::distribute(
-            &self.jobs,
-            Arc::clone(&self.peer),
-            spec,
-            workspace,
-            &nodes,
-            &Origin::Local { uid },
-        )
-        .await?;
-        Ok(record.job)
+        };
+        // Read with the rights the caller had when it opened the file; off the async threads.
+        let file = std::fs::File::from(std::os::fd::OwnedFd::from(checkpoint));
+        let inbox = self.jobs.shared.inbox.clone();
+        let copied = tokio::task::spawn_blocking(move || inbox::copy_from(file, &announced, &inbox))
+            .await
+            .map_err(|e| BusError::StorageFailed(e.to_string()))?
+            .map_err(BusError::InvalidArgument)?;
+        self.start_training(spec, (workspace.into_vec(), Some(copied)), &nodes, uid)
+            .await
     }
 
     #[zbus(out_args("jobs"))]

@@ -4,6 +4,7 @@
 
 use std::fs;
 
+use partagpu_core::job::checkpoint::ShippedCheckpoint;
 use partagpu_core::job::record::JobPart;
 use partagpu_core::job::state::JobState;
 
@@ -23,6 +24,14 @@ fn artifact_in_group(node_rank: u32, name: &str) -> String {
     }
 }
 
+/// What the log says of a checkpoint left to the submitter.
+fn kept_line(shipped: &ShippedCheckpoint) -> String {
+    format!(
+        "[partagpu] its last checkpoint (step {}) is kept: {}. Pass it as resume_from (--resume-from) to go on from there.\n",
+        shipped.step, shipped.artifact.name
+    )
+}
+
 /// A training that did not succeed leaves the newest checkpoint copied to this machine as
 /// its artifact, said in its log.
 fn last_checkpoint(dir: &std::path::Path) -> Option<partagpu_core::job::state::ArtifactInfo> {
@@ -30,10 +39,7 @@ fn last_checkpoint(dir: &std::path::Path) -> Option<partagpu_core::job::state::A
     let to = dir.join(files::ARTIFACTS).join(&shipped.artifact.name);
     fs::create_dir_all(dir.join(files::ARTIFACTS)).ok()?;
     fs::rename(&path, &to).ok()?;
-    let line = format!(
-        "[partagpu] its last checkpoint (step {}) is kept: {}. Put it beside the script to go on from there.\n",
-        shipped.step, shipped.artifact.name
-    );
+    let line = kept_line(&shipped);
     let _ = append_log(dir, line.as_bytes());
     Some(shipped.artifact)
 }

@@ -223,7 +223,8 @@ async fn launch(
             machines.len()
         ));
     }
-    let (workspace, checkpoint, from) = workspace_with_checkpoint(dir)?;
+    let started_from = template.resume_checkpoint.take();
+    let (workspace, checkpoint, from) = workspace_with_checkpoint(dir, started_from)?;
     // The parts' specs name the workspace they come with (it now holds the index) and the
     // checkpoint that follows it.
     template.workspace_bytes = workspace.len() as u64;
@@ -288,19 +289,30 @@ async fn launch(
 /// top, that checkpoint (linked beside the group's record, where a machine that rejoins this
 /// launch is sent it from: rejoin.rs), and the words for where the new launch starts. The
 /// checkpoint travels after the workspace, as the parts' `resume_checkpoint`: it may be far
-/// larger than a workspace may be.
-fn workspace_with_checkpoint(dir: &Path) -> Result<(Vec<u8>, Option<ArtifactInfo>, String), String> {
+/// larger than a workspace may be. Before its first checkpoint, a training that was started
+/// from one (`started_from`, linked there too) starts again from that one.
+fn workspace_with_checkpoint(
+    dir: &Path,
+    started_from: Option<ArtifactInfo>,
+) -> Result<(Vec<u8>, Option<ArtifactInfo>, String), String> {
     let kept =
         fs::read(dir.join(rejoin::WORKSPACE)).map_err(|e| format!("its workspace was not kept ({e})"))?;
     let linked = dir.join(rejoin::CHECKPOINT);
-    let _ = fs::remove_file(&linked);
     let Some((shipped, path)) = shipping::held(dir) else {
+        if let Some(started) = started_from.filter(|_| linked.is_file()) {
+            let from = format!(
+                "from the checkpoint it was started from ({})",
+                shown_size(started.size)
+            );
+            return Ok((kept, Some(started), from));
+        }
         return Ok((
             kept,
             None,
             "from the beginning (no checkpoint was kept)".to_owned(),
         ));
     };
+    let _ = fs::remove_file(&linked);
     // Its own name for the launch: a newer checkpoint may replace the held one meanwhile.
     fs::hard_link(&path, &linked)
         .or_else(|_| fs::copy(&path, &linked).map(drop))

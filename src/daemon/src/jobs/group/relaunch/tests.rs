@@ -99,10 +99,20 @@ fn a_new_launch_names_the_held_checkpoint_in_its_workspace_and_sends_it_after() 
     let mut tar = TarWriter::new();
     tar.add_file("train.py", b"print('hi')\n", false).unwrap();
     fs::write(dir.path().join(rejoin::WORKSPACE), tar.finish()).unwrap();
-    let (workspace, checkpoint, from) = workspace_with_checkpoint(dir.path()).unwrap();
+    let (workspace, checkpoint, from) = workspace_with_checkpoint(dir.path(), None).unwrap();
     assert_eq!(checkpoint, None);
     assert_eq!(from, "from the beginning (no checkpoint was kept)");
     assert_eq!(workspace, fs::read(dir.path().join(rejoin::WORKSPACE)).unwrap());
+    // Started from a checkpoint passed by its submitter, before any of its own.
+    let passed = ArtifactInfo {
+        name: "mine.pt".into(),
+        size: 3 << 20,
+        sha256: "ab".repeat(32),
+    };
+    fs::write(dir.path().join(rejoin::CHECKPOINT), b"passed").unwrap();
+    let (again, checkpoint, from) = workspace_with_checkpoint(dir.path(), Some(passed.clone())).unwrap();
+    assert_eq!((again, checkpoint), (workspace, Some(passed)));
+    assert_eq!(from, "from the checkpoint it was started from (3 MiB)");
 
     // Larger than a whole workspace may be (16 MiB).
     let data = vec![7u8; 17 << 20];
@@ -116,7 +126,7 @@ fn a_new_launch_names_the_held_checkpoint_in_its_workspace_and_sends_it_after() 
     };
     fs::write(shipping::place_of(dir.path(), &shipped).unwrap(), &data).unwrap();
     shipping::keep(dir.path(), &shipped).unwrap();
-    let (workspace, checkpoint, from) = workspace_with_checkpoint(dir.path()).unwrap();
+    let (workspace, checkpoint, from) = workspace_with_checkpoint(dir.path(), None).unwrap();
     assert_eq!(checkpoint.as_ref(), Some(&shipped.artifact));
     assert_eq!(from, "from its last checkpoint (step 4, 17 MiB)");
     assert_eq!(fs::read(dir.path().join(rejoin::CHECKPOINT)).unwrap(), data);
