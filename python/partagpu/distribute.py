@@ -112,7 +112,6 @@ def _send(method: str, spec: dict[str, Any], data: bytes, target: str, timeout: 
                                     (json.dumps(spec), data, target), timeout=timeout)
         return Job(handle)
     # The service reads the checkpoint through this open file, with the caller's rights.
-    spec = dict(spec, resume_checkpoint=resume.spec_field)
     with ServiceClient(min(timeout, 30.0), enable_fds=True) as client, open(resume.path, "rb") as file:
         (handle,) = client.call(JOBS_INTERFACE, f"{method}Resuming", "saysh",
                                 (json.dumps(spec), data, target, file), timeout=timeout)
@@ -289,6 +288,8 @@ def distribute(script: str | os.PathLike[str], *args: str,
 
 def _launch(spec: dict[str, Any], data: bytes, target: str, remote: Room | None,
             resume: ResumeFrom | None = None) -> Job:
+    if resume is not None:
+        spec = dict(spec, resume_checkpoint=resume.spec_field)
     if remote is None:
         return _send("Distribute", spec, data, target, SUBMIT_TIMEOUT_S, resume)
     job = remote.distribute(spec, data, target, resume)

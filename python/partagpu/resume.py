@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ class ResumeFrom:
     def spec_field(self) -> dict[str, Any]:
         return {"name": self.name, "size": self.size, "sha256": self.sha256}
 
-    def chunks(self, size: int) -> Any:
+    def chunks(self, size: int) -> Iterator[bytes]:
         """Its bytes, ``size`` at a time (the service checks them against the SHA-256)."""
         with open(self.path, "rb") as file:
             while chunk := file.read(size):

@@ -180,11 +180,10 @@ class Room:
     def distribute(self, spec: dict[str, Any], workspace: bytes, nodes: str,
                    resume: ResumeFrom | None = None) -> Job:
         """Sends a training (a JobSpec template and its packed workspace) to a member, which
-        coordinates it (§7.6, ``distribute``), with the checkpoint it goes on from after the
-        workspace; returns the :class:`Job` of its group record, already being followed."""
+        coordinates it (§7.6, ``distribute``), then the checkpoint ``resume`` that the spec's
+        ``resume_checkpoint`` describes; returns the :class:`Job` of its group record, already
+        being followed."""
         spec = dict(spec, submitter=self.node_id)  # the member checks it is ours
-        if resume is not None:
-            spec["resume_checkpoint"] = resume.spec_field
         session, member = self.dial()
         try:
             with member_errors(member):

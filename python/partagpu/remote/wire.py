@@ -48,7 +48,11 @@ def send_request(session: Session, request: dict[str, Any]) -> None:
 
 def data_end(data: bytes) -> bytes:
     """The DATA_END body for ``data``: its SHA-256 then its length, big-endian."""
-    return hashlib.sha256(data).digest() + struct.pack("!Q", len(data))
+    return _data_end(hashlib.sha256(data).digest(), len(data))
+
+
+def _data_end(sha256: bytes, length: int) -> bytes:
+    return sha256 + struct.pack("!Q", length)
 
 
 def send_stream(session: Session, data: bytes) -> None:
@@ -64,7 +68,7 @@ def send_chunks(session: Session, chunks: Iterable[bytes]) -> None:
         session.send(RecordType.DATA, chunk)
         digest.update(chunk)
         total += len(chunk)
-    session.send(RecordType.DATA_END, digest.digest() + struct.pack("!Q", total))
+    session.send(RecordType.DATA_END, _data_end(digest.digest(), total))
 
 
 def parse_log(body: bytes) -> tuple[int, bytes]:

@@ -173,9 +173,9 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_nodes: Option<u32>,
     /// The checkpoint this job starts from: a file sent after the workspace (PGR/1 §7.6) and
-    /// placed at the top of the job's directory, replacing a file of that name. The
-    /// coordinator of an elastic training sets it for a new launch: a checkpoint may be far
-    /// larger than a workspace may be.
+    /// placed at the top of the job's directory, replacing a file of that name. A training
+    /// started with `resume_from`, and the new launch of an elastic training, have it on
+    /// every part: a checkpoint may be far larger than a workspace may be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_checkpoint: Option<ArtifactInfo>,
     /// The network the job gets.

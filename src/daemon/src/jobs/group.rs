@@ -26,6 +26,7 @@ use partagpu_core::job::state::JobState;
 use rand_core::{OsRng, RngCore};
 use sha2::Digest;
 
+use super::inbox;
 use super::manager::{now_ms, JobEntry, JobError, JobManager, Origin, MAX_OPEN_PER_SUBMITTER};
 use super::remote::{self, Target};
 use crate::peer::PeerContext;
@@ -303,7 +304,7 @@ async fn start(
         );
         // Its parts' `resume_checkpoint`, sent again with them.
         let linked = checkpoint.map_or(Ok(()), |path| {
-            fs::hard_link(path, shared.submitted.dir(&record.job).join(rejoin::CHECKPOINT))
+            inbox::link_or_copy(path, &shared.submitted.dir(&record.job).join(rejoin::CHECKPOINT))
         });
         if let Err(error) = kept.and(linked) {
             tracing::warn!(group = record.job, "a returning machine cannot rejoin: {error}");
@@ -328,7 +329,7 @@ async fn submit_part(
     if machine.local {
         let digest = sha2::Sha256::digest(&workspace).into();
         let linked = match checkpoint {
-            Some(path) => Some(into_inbox(&jobs.shared.inbox, path)?),
+            Some(path) => Some(inbox::link_in(&jobs.shared.inbox, path).map_err(JobError::Storage)?),
             None => None,
         };
         return jobs.accept_hashed(spec, (workspace, digest), linked, &Origin::Local { uid });
@@ -339,14 +340,4 @@ async fn submit_part(
         address: std::net::SocketAddr::new(machine.address.into(), peer.fleet.port()),
     };
     remote::submit(jobs, Arc::clone(peer), spec, (workspace, checkpoint), target, uid).await
-}
-
-/// A new name in `inbox` for the file at `path` (which stays where it is), as a checkpoint
-/// received from a member would have: a hard link on the same disk, else a copy.
-fn into_inbox(inbox: &std::path::Path, path: &std::path::Path) -> Result<std::path::PathBuf, JobError> {
-    let name = inbox.join(format!("{:016x}.part", OsRng.next_u64()));
-    fs::hard_link(path, &name)
-        .or_else(|_| fs::copy(path, &name).map(drop))
-        .map_err(|e| JobError::Storage(format!("the checkpoint to start from cannot be read: {e}")))?;
-    Ok(name)
 }

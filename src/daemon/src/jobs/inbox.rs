@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use partagpu_core::job::checkpoint::MAX_CHECKPOINT_BYTES;
@@ -21,6 +21,48 @@ const DISK_MARGIN: u64 = 256 << 20;
 /// Bytes read at a time from a local file descriptor.
 const READ_CHUNK: usize = 1 << 20;
 
+/// The inbox under `state_dir`, emptied (what is there belongs to no job) and made 0700.
+///
+/// # Errors
+/// The directory cannot be made.
+pub fn open(state_dir: &Path) -> Result<PathBuf, crate::store::StoreError> {
+    let inbox = state_dir.join("incoming");
+    let _ = std::fs::remove_dir_all(&inbox);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&inbox)
+        .map_err(|source| crate::store::StoreError {
+            path: inbox.clone(),
+            source,
+        })?;
+    Ok(inbox)
+}
+
+/// A name for a new file of `inbox`.
+fn new_name(inbox: &Path) -> PathBuf {
+    inbox.join(format!("{:016x}.part", OsRng.next_u64()))
+}
+
+/// `to` made a second name of the file at `from`: a hard link on the same disk, else a copy.
+/// Either way a later replacement of `from` does not change `to`.
+///
+/// # Errors
+/// Neither could be made.
+pub fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::hard_link(from, to).or_else(|_| std::fs::copy(from, to).map(drop))
+}
+
+/// The file at `path` (which stays where it is) under a new name of `inbox`, as a checkpoint
+/// received from a member would be.
+///
+/// # Errors
+/// The sentence to answer: it cannot be read.
+pub fn link_in(inbox: &Path, path: &Path) -> Result<PathBuf, String> {
+    let name = new_name(inbox);
+    link_or_copy(path, &name).map_err(|e| format!("the checkpoint to start from cannot be read: {e}"))?;
+    Ok(name)
+}
+
 /// A file of the inbox being written: removed on drop unless [`Self::keep`] was called.
 #[derive(Debug)]
 pub struct Partial(Option<PathBuf>);
@@ -31,7 +73,7 @@ impl Partial {
     /// # Errors
     /// The sentence to answer: the file cannot be made.
     pub fn create(inbox: &Path) -> Result<(File, Partial), String> {
-        let path = inbox.join(format!("{:016x}.part", OsRng.next_u64()));
+        let path = new_name(inbox);
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -3,7 +3,6 @@
 //! cancelling, reading output, and what happens at start and stop of the service.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -268,15 +267,7 @@ impl JobManager {
         sharing: Arc<SharingStore>,
         node_id: String,
     ) -> Result<Self, crate::store::StoreError> {
-        let inbox = state_dir.join("incoming");
-        let _ = std::fs::remove_dir_all(&inbox);
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&inbox)
-            .map_err(|source| crate::store::StoreError {
-                path: inbox.clone(),
-                source,
-            })?;
+        let inbox = super::inbox::open(state_dir)?;
         let shared = Shared {
             exec,
             jobs: JobStore::open(&state_dir.join("jobs"))?,

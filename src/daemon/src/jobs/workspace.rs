@@ -153,8 +153,8 @@ pub fn write_workspace(
 
 /// Copies the file at `source` to `name` at the top of `dir` (0644, job user), replacing a
 /// plain file of that name the workspace may have brought; returns the bytes written.
-/// `name` is one checked component; nothing is followed, and a directory or link at that
-/// name is an error.
+/// `name` is one checked component; nothing is followed: a link at that name is replaced,
+/// not written through, and a directory there is an error.
 pub fn place_file(dir: &Path, name: &str, source: &Path, user: &JobUser) -> Result<u64, WorkspaceIoError> {
     let target = dir.join(name);
     let io = |action, e: io::Error| WorkspaceIoError::Io {

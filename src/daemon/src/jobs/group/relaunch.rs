@@ -28,6 +28,7 @@ use rand_core::{OsRng, RngCore};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::super::inbox;
 use super::super::manager::{JobEntry, JobManager};
 use super::super::spool::append_log;
 use super::{candidates, plan, rejoin, shipping, submit_part};
@@ -314,9 +315,7 @@ fn workspace_with_checkpoint(
     };
     let _ = fs::remove_file(&linked);
     // Its own name for the launch: a newer checkpoint may replace the held one meanwhile.
-    fs::hard_link(&path, &linked)
-        .or_else(|_| fs::copy(&path, &linked).map(drop))
-        .map_err(|e| format!("its last checkpoint cannot be read ({e})"))?;
+    inbox::link_or_copy(&path, &linked).map_err(|e| format!("its last checkpoint cannot be read ({e})"))?;
     let index = serde_json::to_vec(&CheckpointIndex {
         step: shipped.step,
         file: shipped.artifact.name.clone(),
