@@ -9,6 +9,7 @@ python/requirements-torch.txt); the lab offers it to jobs as the runtime "torch"
 
 import json
 import os
+import pathlib
 import re
 import signal
 import subprocess
@@ -396,12 +397,23 @@ def test_a_machine_paused_past_the_grace_leaves_the_training_and_rejoins_when_re
     wait_for_the_whole_room()
 
 
-def losing_node_0_in_epoch_3(epochs, *args, output, timeout, script_args=()):
+def process_runs(pid):
+    """Whether process `pid` exists and is not a zombie."""
+    try:
+        stat = (pathlib.Path("/proc") / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def losing_node_0_in_epoch_3(epochs, *args, output, timeout, script_args=(), back_when=None):
     """A training that machine 1 coordinates on machines 2 and 3 only (so every checkpoint is
     on other machines), whose node 0 loses its service in epoch 3, once machine 1 had time to
-    copy the checkpoint of epoch 2. Its return code, whole stdout and stderr."""
+    copy the checkpoint of epoch 2; the service starts again once a line of the output
+    contains `back_when` (else after the training). Its return code, whole stdout and stderr."""
     runner = training_on(1, "--nodes", "lab-2,lab-3", *args, str(TRAIN), "--epochs", str(epochs), *script_args,
                          output=output)
+    restarted = False
     try:
         seen = []
         for line in runner.stdout:
@@ -411,12 +423,24 @@ def losing_node_0_in_epoch_3(epochs, *args, output, timeout, script_args=()):
         else:
             raise AssertionError("".join(seen)[-3000:] + runner.stderr.read()[-3000:])
         time.sleep(8)  # the coordinator asks a part elsewhere every 5 s
-        os.kill(int((LAB_DIR / "m2" / "partagpud.pid").read_text()), signal.SIGKILL)
+        killed = int((LAB_DIR / "m2" / "partagpud.pid").read_text())
+        os.kill(killed, signal.SIGKILL)
+        if back_when is not None:
+            for line in runner.stdout:
+                seen.append(line)
+                if back_when in line:
+                    # A killed service may take seconds to be gone (its threads end first).
+                    wait_until("machine 2's killed service gone", lambda: not process_runs(killed), timeout=60,
+                               interval=0.2)
+                    lab_ok("start", "2")
+                    restarted = True
+                    break
         rest, err = runner.communicate(timeout=timeout)
     finally:
         if runner.poll() is None:
             runner.kill()
-        lab_ok("start", "2")
+        if not restarted:
+            lab_ok("start", "2")
     return runner.returncode, "".join(seen) + rest, err
 
 
@@ -460,14 +484,16 @@ def test_a_training_that_loses_node_0_leaves_its_last_checkpoint_to_go_on_from(t
 def test_an_elastic_training_that_loses_node_0_starts_again_on_the_others_from_its_checkpoint(train_lab, tmp_path):
     """`--min-nodes 1`: machine 1 coordinates a training on machines 2 and 3 only, and node
     0's service (machine 2's) is killed in epoch 3. The coordinator stops machine 3's part and
-    starts the training again on machine 3 alone, from the checkpoint it holds: the job
-    succeeds, model.pt loads and metrics.json has every epoch once. The UNet is twice as wide
-    as by default (on fewer images, for the same time per epoch), so its checkpoint (weights
-    and Adam's state, ~22 MiB) is larger than a whole workspace may be: it travels after it."""
+    starts the training again on machine 3 alone, from the checkpoint it holds. Machine 2's
+    service then starts again: it is sent a part of the new launch (as node 1), and the
+    training goes on on both from the newest checkpoint. The job succeeds, model.pt loads and metrics.json has every
+    epoch once. The UNet is twice as wide as by default (on fewer images, for the same time
+    per epoch), so its checkpoint (weights and Adam's state, ~22 MiB) is larger than a whole
+    workspace may be: it travels after it."""
     epochs = 12
     wide = ("--width", "32", "--samples", "96")
-    returncode, out, err = losing_node_0_in_epoch_3(epochs, "--min-nodes", "1", output=tmp_path, timeout=300,
-                                                    script_args=wide)
+    returncode, out, err = losing_node_0_in_epoch_3(epochs, "--min-nodes", "1", output=tmp_path, timeout=400,
+                                                    script_args=wide, back_when="the training starts again on")
     if returncode != 0:
         print(out, err, sep="\n")  # whole: pytest cuts a long message to its last line
     assert returncode == 0, (out[-3000:], err[-3000:])
@@ -477,12 +503,16 @@ def test_an_elastic_training_that_loses_node_0_starts_again_on_the_others_from_i
     assert relaunched, out[-3000:]
     assert int(relaunched.group(1)) > 16, relaunched.group(0)
     assert "resuming after epoch" in out, out[-3000:]
-    assert "succeeded on lab-2, lab-3 (lab-2 lost on the way)" in err, err[-2000:]
-    check_every_epoch_once(tmp_path, epochs, processes_at_end=1, processes_at_start=2, width=32)
+    assert "[partagpu] lab-2 (node 1) is back: it rejoins the training at its next restart" in out, out[-3000:]
+    assert "succeeded on lab-3, lab-2 (lab-2 left and came back)" in err, err[-2000:]
+    # Machine 3 alone may finish no epoch before machine 2 joins (seen: it joined 13 s after
+    # the new launch, while the new torchrun was still starting).
+    check_every_epoch_once(tmp_path, epochs, processes_at_end=2, processes_at_start=2, width=32)
     record = group_record(1)
     assert record["state"] == "succeeded", record
-    assert [(p["node_name"], p["node_rank"]) for p in record["parts"]] == [("lab-2", 0), ("lab-3", 1), ("lab-3", 0)]
-    assert record["parts"][0]["state"] == "lost" and record["parts"][-1]["state"] == "succeeded", record["parts"]
+    assert [(p["node_name"], p["node_rank"]) for p in record["parts"]] == [
+        ("lab-2", 0), ("lab-3", 1), ("lab-3", 0), ("lab-2", 1)]
+    assert [p["state"] for p in record["parts"]] == ["lost", "cancelled", "succeeded", "succeeded"], record["parts"]
     wait_for_the_whole_room()
 
 

@@ -145,9 +145,19 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
         if failure.is_none()
             && stop.is_none()
             && !launches.pending()
-            && current.iter().any(|(p, _, _)| losses.is_lost(&p.job))
+            && (current.iter().any(|(p, _, _)| losses.is_lost(&p.job))
+                || !rejoin::absent(&states, &current).is_empty())
         {
-            rejoin::bring_back(&jobs, &peer, &group, &dir, &current, &losses, &mut returns).await;
+            rejoin::bring_back(
+                &jobs,
+                &peer,
+                &group,
+                &dir,
+                (&states, &current),
+                &losses,
+                &mut returns,
+            )
+            .await;
         }
         if (failure.is_some() || stop.is_some()) && !stop_sent {
             stop_sent = true;

@@ -59,6 +59,7 @@ pub(super) fn finish(
     // No machine rejoins an ended training.
     let _ = fs::remove_file(dir.join(rejoin::WORKSPACE));
     let _ = fs::remove_file(dir.join(rejoin::CHECKPOINT));
+    let _ = fs::remove_file(dir.join(rejoin::LAUNCH));
     let mut artifacts = Vec::new();
     let (state, reason) = match (&stop, failure) {
         (Some(Stop::Cancelled(by)), _) => {

@@ -8,7 +8,10 @@ use std::net::Ipv4Addr;
 use partagpu_core::fleet::{NodeState, RuntimeInfo};
 use partagpu_core::job::spec::{JobId, JobSpec, NetworkMode, PeerAccess};
 use partagpu_core::SharingState;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+mod torchrun;
 
 /// Ports of the c10d rendezvous (one per group, drawn in this range).
 pub const RENDEZVOUS_PORTS: (u16, u16) = (29400, 29499);
@@ -190,157 +193,128 @@ pub fn part_id(group: &JobId, rank: u32) -> JobId {
     JobId(id)
 }
 
-/// The parts of a training: `template.argv` is the script and its arguments.
+/// Where the parts of one launch meet: node 0's rendezvous endpoint, the machines every
+/// part may reach, and how many nodes the rendezvous takes at most. An elastic training's
+/// newest one is kept beside its record, so that a machine of an earlier launch can join it
+/// (rejoin.rs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layout {
+    /// Node 0's address and rendezvous port.
+    pub master: (String, String),
+    /// What every part may reach: each machine's rendezvous and ephemeral ports.
+    pub peers: Vec<PeerAccess>,
+    /// The most nodes of the rendezvous: these machines and the admitted ones.
+    pub nodes: usize,
+}
+
+/// The layout of a launch on `machines` (node 0 first) that also lets the `admitted`
+/// addresses in: machines of the training that are not in this launch but may join it.
 #[must_use]
-pub fn parts(template: &JobSpec, machines: &[Candidate], rendezvous_port: u16) -> Vec<Part> {
-    let count = machines.len();
-    let master = (machines[0].address.to_string(), rendezvous_port.to_string());
+pub fn layout(machines: &[Candidate], rendezvous_port: u16, admitted: &[Ipv4Addr]) -> Layout {
+    let mut addresses: Vec<Ipv4Addr> = machines.iter().map(|m| m.address).collect();
+    for address in admitted {
+        if !addresses.contains(address) {
+            addresses.push(*address);
+        }
+    }
     let mut peers = Vec::new();
-    for machine in machines {
+    for address in &addresses {
         for (first_port, last_port) in [RENDEZVOUS_PORTS, EPHEMERAL_PORTS] {
             peers.push(PeerAccess {
-                address: machine.address,
+                address: *address,
                 first_port,
                 last_port,
             });
         }
     }
+    Layout {
+        master: (machines[0].address.to_string(), rendezvous_port.to_string()),
+        peers,
+        nodes: addresses.len(),
+    }
+}
+
+/// Whether a machine at `address` may take part in a launch of this layout.
+#[must_use]
+pub fn admits(layout: &Layout, address: Ipv4Addr) -> bool {
+    layout.peers.iter().any(|p| p.address == address)
+}
+
+/// The parts of a training: `template.argv` is the script and its arguments.
+#[must_use]
+pub fn parts(template: &JobSpec, machines: &[Candidate], rendezvous_port: u16) -> Vec<Part> {
+    let layout = layout(machines, rendezvous_port, &[]);
     machines
         .iter()
-        .enumerate()
-        .map(|(rank, machine)| {
-            let rank = u32::try_from(rank).unwrap_or(u32::MAX);
-            let lent_gpus = if machine.state.limits.gpu_percent > 0 {
-                machine.state.gpus.len()
-            } else {
-                0
-            };
-            let gpus = match template.resources.gpus {
-                0 => u32::try_from(lent_gpus).unwrap_or(0),
-                asked => asked.min(u32::try_from(lent_gpus).unwrap_or(0)),
-            };
-            let processes = gpus.max(1);
-            let mut spec = template.clone();
-            spec.id = part_id(&template.id, rank);
-            spec.resources.gpus = gpus;
-            spec.network = NetworkMode::Peers { peers: peers.clone() };
-            // Quieter logs unless the user asks otherwise: the agents' C++ warnings about
-            // reverse lookups (sandboxes have no DNS) and the stack traces printed when the
-            // rendezvous host exits first at the end of a training.
-            for (name, value) in [
-                ("TORCH_CPP_LOG_LEVEL", "ERROR"),
-                ("TORCH_SHOW_CPP_STACKTRACES", "0"),
-            ] {
-                spec.env
-                    .entry(name.to_owned())
-                    .or_insert_with(|| value.to_owned());
-            }
-            // Which machine a rank runs on, by its display name: the in-job helper names the
-            // slowest one with it (the rank numbers change when an elastic training restarts).
-            spec.env.insert(MACHINE_ENV.to_owned(), machine.name.clone());
-            if template.min_nodes.is_some_and(|min| (min as usize) < count) {
-                // A machine that vanishes sends no reset: the others learn of it when a
-                // collective times out (partagpu.ddp.init_process_group reads this), and
-                // their agents then restart them without it.
-                spec.env
-                    .entry(COLLECTIVE_TIMEOUT_ENV.to_owned())
-                    .or_insert_with(|| ELASTIC_COLLECTIVE_TIMEOUT_S.to_string());
-                // By default the agents share the rendezvous store with their workers, and
-                // node rank 0 publishes the workers' MASTER_ADDR in the first round only: a
-                // machine that joins a later round (one coming back, see rejoin.rs) waits
-                // for it forever. Without the sharing every round publishes it anew (the
-                // workers' store then listens on an ephemeral port, which peers may reach).
-                spec.env
-                    .insert(UNSHARED_STORE_ENV.0.to_owned(), UNSHARED_STORE_ENV.1.to_owned());
-            }
-            if rank != 0 && !template.artifacts_from_all_ranks {
-                spec.artifacts.clear();
-            }
-            spec.artifacts_from_all_ranks = false;
-            let mut argv = launcher(template, count, rank, processes, &master, machine);
-            argv.extend(template.argv.iter().cloned());
-            spec.argv = argv;
-            Part {
-                machine: machine.clone(),
-                node_rank: rank,
-                processes,
-                spec,
-            }
-        })
+        .zip(0..)
+        .map(|(machine, rank)| part(template, &layout, machine, rank))
         .collect()
 }
 
-/// torchrun's own arguments for node `rank` of `count`.
-///
-/// Without `min_nodes`, the static rendezvous keeps the node ranks given here: rank 0 (which
-/// saves the artifacts) is where the coordinator expects it and hosts the store, and a lost
-/// machine ends the training. With `min_nodes`, the c10d rendezvous takes `min..count` nodes
-/// and the agents restart the workers (which resume from their checkpoint) when one is lost;
-/// node rank 0 still hosts the store (`is_host`), so it must stay.
-fn launcher(
-    template: &JobSpec,
-    count: usize,
-    rank: u32,
-    processes: u32,
-    master: &(String, String),
-    machine: &Candidate,
-) -> Vec<String> {
-    let mut argv: Vec<String> = vec!["torchrun".into()];
-    let elastic = template
-        .min_nodes
-        .filter(|&min| (min as usize) < count)
-        .map(|min| min.max(1));
-    let push = |argv: &mut Vec<String>, items: &[&str]| argv.extend(items.iter().map(|s| (*s).to_owned()));
-    match elastic {
-        None => push(
-            &mut argv,
-            &[
-                "--nnodes",
-                &count.to_string(),
-                "--node-rank",
-                &rank.to_string(),
-                "--rdzv-backend",
-                "static",
-                "--master-addr",
-                &master.0,
-                "--master-port",
-                &master.1,
-                "--max-restarts",
-                "0",
-            ],
-        ),
-        Some(min) => push(
-            &mut argv,
-            &[
-                "--nnodes",
-                &format!("{min}:{count}"),
-                "--rdzv-backend",
-                "c10d",
-                "--rdzv-endpoint",
-                &format!("{}:{}", master.0, master.1),
-                "--rdzv-conf",
-                &format!(
-                    "is_host={},join_timeout={ELASTIC_JOIN_S},last_call_timeout={ELASTIC_LAST_CALL_S}",
-                    u8::from(rank == 0)
-                ),
-                "--max-restarts",
-                &ELASTIC_RESTARTS.to_string(),
-            ],
-        ),
+/// Node `rank`'s part, on `machine`, of a launch of `layout`.
+#[must_use]
+pub fn part(template: &JobSpec, layout: &Layout, machine: &Candidate, rank: u32) -> Part {
+    let lent_gpus = if machine.state.limits.gpu_percent > 0 {
+        machine.state.gpus.len()
+    } else {
+        0
+    };
+    let gpus = match template.resources.gpus {
+        0 => u32::try_from(lent_gpus).unwrap_or(0),
+        asked => asked.min(u32::try_from(lent_gpus).unwrap_or(0)),
+    };
+    let processes = gpus.max(1);
+    let mut spec = template.clone();
+    spec.id = part_id(&template.id, rank);
+    spec.resources.gpus = gpus;
+    spec.network = NetworkMode::Peers {
+        peers: layout.peers.clone(),
+    };
+    // Quieter logs unless the user asks otherwise: the agents' C++ warnings about reverse
+    // lookups (sandboxes have no DNS) and the stack traces printed when the rendezvous host
+    // exits first at the end of a training.
+    for (name, value) in [
+        ("TORCH_CPP_LOG_LEVEL", "ERROR"),
+        ("TORCH_SHOW_CPP_STACKTRACES", "0"),
+    ] {
+        spec.env
+            .entry(name.to_owned())
+            .or_insert_with(|| value.to_owned());
     }
-    push(
-        &mut argv,
-        &[
-            "--nproc-per-node",
-            &processes.to_string(),
-            "--rdzv-id",
-            &template.id.to_hex(),
-            // Workers reach each other at this address, not at a sandbox host name.
-            "--local-addr",
-            &machine.address.to_string(),
-        ],
-    );
-    argv
+    // Which machine a rank runs on, by its display name: the in-job helper names the slowest
+    // one with it (the rank numbers change when an elastic training restarts).
+    spec.env.insert(MACHINE_ENV.to_owned(), machine.name.clone());
+    if template
+        .min_nodes
+        .is_some_and(|min| (min as usize) < layout.nodes)
+    {
+        // A machine that vanishes sends no reset: the others learn of it when a collective
+        // times out (partagpu.ddp.init_process_group reads this), and their agents then
+        // restart them without it.
+        spec.env
+            .entry(COLLECTIVE_TIMEOUT_ENV.to_owned())
+            .or_insert_with(|| ELASTIC_COLLECTIVE_TIMEOUT_S.to_string());
+        // By default the agents share the rendezvous store with their workers, and node rank
+        // 0 publishes the workers' MASTER_ADDR in the first round only: a machine that joins
+        // a later round (one coming back, see rejoin.rs) waits for it forever. Without the
+        // sharing every round publishes it anew (the workers' store then listens on an
+        // ephemeral port, which peers may reach).
+        spec.env
+            .insert(UNSHARED_STORE_ENV.0.to_owned(), UNSHARED_STORE_ENV.1.to_owned());
+    }
+    if rank != 0 && !template.artifacts_from_all_ranks {
+        spec.artifacts.clear();
+    }
+    spec.artifacts_from_all_ranks = false;
+    let mut argv = torchrun::launcher(template, layout, rank, processes, machine);
+    argv.extend(template.argv.iter().cloned());
+    spec.argv = argv;
+    Part {
+        machine: machine.clone(),
+        node_rank: rank,
+        processes,
+        spec,
+    }
 }
 
 /// The display name of the machine a part runs on, for the in-job helper's reports.
@@ -352,10 +326,6 @@ pub const UNSHARED_STORE_ENV: (&str, &str) = ("TORCH_DISABLE_SHARE_RDZV_TCP_STOR
 const ELASTIC_COLLECTIVE_TIMEOUT_S: u32 = 30;
 /// Restarts an elastic training may make (each after a lost machine or a failed worker).
 pub const ELASTIC_RESTARTS: u32 = 3;
-/// How long the first rendezvous of an elastic training waits for its machines.
-const ELASTIC_JOIN_S: u32 = 120;
-/// Once `min_nodes` have joined a later round, how long it waits for more (a returning machine).
-const ELASTIC_LAST_CALL_S: u32 = 5;
 
 #[cfg(test)]
 mod tests;

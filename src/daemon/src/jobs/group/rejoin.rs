@@ -12,6 +12,12 @@
 //! still lists the departed node (until its heartbeats are [`RENDEZVOUS_FORGETS`] old), the
 //! newcomer is taken for it and the round falls apart; after that it is a new node.
 //!
+//! A machine of an earlier launch that has no part in the current one (node 0 that was lost
+//! when the training started again without it, or a machine that was not sharing then) is
+//! sent a part of the current launch when it is back: that launch admitted its address
+//! ([`plan::layout`]) and its rendezvous takes one node more than it started with. The
+//! launch is kept for that ([`Launch`]).
+//!
 //! The workspace of an elastic training is kept beside the group's record for that, and
 //! removed when the training ends.
 
@@ -22,13 +28,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use partagpu_core::job::record::JobPart;
+use partagpu_core::job::spec::JobSpec;
 use partagpu_core::job::state::JobState;
 use partagpu_core::policy::SharingState;
+use serde::{Deserialize, Serialize};
 
 use super::super::manager::{JobEntry, JobError, JobManager};
 use super::super::spool::append_log;
 use super::elastic::Losses;
-use super::plan::ELASTIC_RESTARTS;
+use super::plan::{self, Candidate, ELASTIC_RESTARTS};
 use super::{candidates, submit_part};
 use crate::peer::PeerContext;
 
@@ -37,6 +45,8 @@ pub const WORKSPACE: &str = "workspace.rejoin";
 /// The checkpoint the current launch started from (its parts' `resume_checkpoint`), in the
 /// group's directory.
 pub const CHECKPOINT: &str = "checkpoint.rejoin";
+/// The current launch after the training started again ([`Launch`]), in the group's directory.
+pub const LAUNCH: &str = "launch.rejoin";
 /// How long after a failed try the same machine is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 /// How long torch's c10d rendezvous keeps a node that stopped its heartbeats: 3 missed
@@ -45,6 +55,55 @@ const RENDEZVOUS_FORGETS: Duration = Duration::from_secs(15);
 /// How long after its part was seen departed a machine may be sent it again: the time the
 /// rendezvous takes to forget it, with room for a heartbeat or two.
 const SETTLE: Duration = Duration::from_secs(RENDEZVOUS_FORGETS.as_secs() * 2);
+
+/// Part states as the coordinator sees them.
+type States = [(JobPart, JobState, Option<String>)];
+
+/// What the parts of the current launch were made from, when it is not the first: a machine
+/// that joins it is sent a part made the same way.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Launch {
+    /// The spec its parts were made from (workspace, checkpoint, attempt).
+    pub template: JobSpec,
+    /// Its rendezvous and the machines it admits.
+    pub layout: plan::Layout,
+}
+
+impl Launch {
+    /// Keeps it beside the group's record.
+    pub fn keep(&self, dir: &Path) {
+        let written = serde_json::to_vec(self)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| fs::write(dir.join(LAUNCH), bytes).map_err(|e| e.to_string()));
+        if let Err(error) = written {
+            tracing::warn!("the new launch of a training could not be kept: {error}");
+        }
+    }
+
+    fn load(dir: &Path) -> Result<Self, JobError> {
+        let bytes = fs::read(dir.join(LAUNCH))
+            .map_err(|e| JobError::Storage(format!("the training's new launch was not kept ({e})")))?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| JobError::Storage(format!("the training's new launch cannot be read ({e})")))
+    }
+}
+
+/// The machines of an earlier launch with no part in the current one, each by its newest
+/// part, once that part's end is known (before, its torchrun might still run).
+#[must_use]
+pub fn absent(all: &States, current: &States) -> Vec<JobPart> {
+    let mut newest: BTreeMap<&str, &(JobPart, JobState, Option<String>)> = BTreeMap::new();
+    for state in all {
+        newest.insert(state.0.node.as_str(), state);
+    }
+    newest
+        .into_values()
+        .filter(|(part, state, _)| {
+            state.is_terminal() && !current.iter().any(|(p, _, _)| p.node == part.node)
+        })
+        .map(|(part, _, _)| part.clone())
+        .collect()
+}
 
 /// The returns so far, when each departed part was first seen ended, and the machines that
 /// could not be sent their part lately.
@@ -57,13 +116,9 @@ pub struct Returns {
 
 impl Returns {
     /// Departed parts whose machine `is_back` (online and sharing, not paused): those to send
-    /// again. None while node rank 0 is not running (it hosts the rendezvous), once a part
-    /// has succeeded (the training is ending: node 0's agent, and its rendezvous, stop next;
-    /// a part sent then waits 60 s for a store that is gone and fails the training, which a
-    /// CI run saw), once [`ELASTIC_RESTARTS`] returns were made (each departure before them
-    /// used a restart), for a departed part whose end is not known yet (its torchrun might
-    /// still run) or was seen less than [`SETTLE`] ago, and for a machine that already runs
-    /// a newer part of the training.
+    /// again. None unless the training is open to returns (`open`), for a departed part whose
+    /// end is not known yet (its torchrun might still run) or was seen less than [`SETTLE`]
+    /// ago, and for a machine that already runs a newer part of the training.
     pub fn due(
         &mut self,
         states: &[(JobPart, JobState, Option<String>)],
@@ -71,11 +126,7 @@ impl Returns {
         is_back: impl Fn(&str) -> bool,
         now: Instant,
     ) -> Vec<JobPart> {
-        let host_runs = states
-            .iter()
-            .any(|(p, s, _)| p.node_rank == 0 && *s == JobState::Running && !losses.is_lost(&p.job));
-        let ending = states.iter().any(|(_, s, _)| *s == JobState::Succeeded);
-        if !losses.elastic() || !host_runs || ending || self.made >= ELASTIC_RESTARTS {
+        if !self.open(states, losses) {
             return Vec::new();
         }
         let mut due: Vec<JobPart> = Vec::new();
@@ -86,10 +137,7 @@ impl Returns {
             let present = states
                 .iter()
                 .any(|(p, s, _)| p.node == part.node && !losses.is_lost(&p.job) && !s.is_terminal());
-            let resting = self
-                .failed
-                .get(&part.node)
-                .is_some_and(|at| now.duration_since(*at) < RETRY_AFTER);
+            let resting = self.resting(&part.node, now);
             let chosen = due.iter().any(|p| p.node == part.node);
             if settled && !present && !resting && !chosen && is_back(&part.node) {
                 due.push(part.clone());
@@ -97,6 +145,47 @@ impl Returns {
         }
         due.truncate((ELASTIC_RESTARTS - self.made) as usize);
         due
+    }
+
+    /// Machines of an earlier launch that [`absent`] names and that `is_back`: those to send a
+    /// part of the current launch (`current`), under the same conditions as [`Self::due`].
+    pub fn absent_due(
+        &mut self,
+        all: &States,
+        current: &States,
+        losses: &Losses,
+        is_back: impl Fn(&str) -> bool,
+        now: Instant,
+    ) -> Vec<JobPart> {
+        if !self.open(current, losses) {
+            return Vec::new();
+        }
+        let mut due: Vec<JobPart> = absent(all, current)
+            .into_iter()
+            .filter(|part| !self.resting(&part.node, now) && is_back(&part.node))
+            .collect();
+        due.truncate((ELASTIC_RESTARTS - self.made) as usize);
+        due
+    }
+
+    /// Whether a machine may join the training now: it is elastic, node rank 0 (which hosts
+    /// the rendezvous) runs, no part has succeeded (the training is ending: node 0's agent,
+    /// and its rendezvous, stop next; a part sent then waits 60 s for a store that is gone
+    /// and fails the training, which a CI run saw), and fewer than [`ELASTIC_RESTARTS`]
+    /// returns were made (each departure before them used a restart).
+    fn open(&self, states: &States, losses: &Losses) -> bool {
+        let host_runs = states
+            .iter()
+            .any(|(p, s, _)| p.node_rank == 0 && *s == JobState::Running && !losses.is_lost(&p.job));
+        let ending = states.iter().any(|(_, s, _)| *s == JobState::Succeeded);
+        losses.elastic() && host_runs && !ending && self.made < ELASTIC_RESTARTS
+    }
+
+    /// Whether sending a part to the machine failed less than [`RETRY_AFTER`] ago.
+    fn resting(&self, node: &str, now: Instant) -> bool {
+        self.failed
+            .get(node)
+            .is_some_and(|at| now.duration_since(*at) < RETRY_AFTER)
     }
 
     /// A part was sent to its machine again.
@@ -112,13 +201,15 @@ impl Returns {
 }
 
 /// Sends the due parts again (see [`Returns::due`]), each as a new attempt of the last part
-/// its machine ran, and says so in the training's log.
+/// its machine ran, and a part of the current launch to each machine of an earlier one that
+/// is back ([`Returns::absent_due`]), and says so in the training's log. `all` are every
+/// part's states, `current` the current launch's.
 pub async fn bring_back(
     jobs: &JobManager,
     peer: &Arc<PeerContext>,
     group: &JobEntry,
     dir: &Path,
-    states: &[(JobPart, JobState, Option<String>)],
+    (all, current): (&States, &States),
     losses: &Losses,
     returns: &mut Returns,
 ) {
@@ -128,18 +219,47 @@ pub async fn bring_back(
             .iter()
             .any(|c| c.node_id == node && c.state.sharing == SharingState::Sharing)
     };
-    for old in returns.due(states, losses, is_back, Instant::now()) {
+    // Only a launch that admitted its address can take a machine of an earlier one (one that
+    // came back at another address would be kept out by the parts' firewalls).
+    let launch = Launch::load(dir).ok();
+    let admitted = |node: &str| {
+        is_back(node)
+            && launch.as_ref().is_some_and(|launch| {
+                present
+                    .iter()
+                    .any(|c| c.node_id == node && plan::admits(&launch.layout, c.address))
+            })
+    };
+    let now = Instant::now();
+    let mut due: Vec<(JobPart, Option<&Launch>)> = returns
+        .due(current, losses, is_back, now)
+        .into_iter()
+        .map(|part| (part, None))
+        .collect();
+    due.extend(
+        returns
+            .absent_due(all, current, losses, admitted, now)
+            .into_iter()
+            .map(|part| (part, launch.as_ref())),
+    );
+    due.truncate(ELASTIC_RESTARTS.saturating_sub(returns.made) as usize);
+    for (old, joins) in due {
         let Some(machine) = present.iter().find(|c| c.node_id == old.node) else {
             continue;
         };
-        let line = match send_again(jobs, peer, group, dir, &old, machine).await {
+        let sent = match joins {
+            None => send_again(jobs, peer, group, dir, &old, machine).await,
+            Some(launch) => send_joining(jobs, peer, group, dir, launch, current, machine).await,
+        };
+        let line = match sent {
             Ok(part) => {
                 returns.made(&old.node);
-                jobs.shared.commit(group, |r| r.parts.push(part));
-                format!(
+                let line = format!(
                     "[partagpu] {} (node {}) is back: it rejoins the training at its next restart\n",
-                    old.node_name, old.node_rank
-                )
+                    part.node_name, part.node_rank
+                );
+                jobs.shared.commit(group, |r| r.parts.push(part));
+                line
             }
             Err(error) => {
                 returns.failed(&old.node, Instant::now());
@@ -163,11 +283,11 @@ async fn send_again(
     group: &JobEntry,
     dir: &Path,
     old: &JobPart,
-    machine: &super::plan::Candidate,
+    machine: &Candidate,
 ) -> Result<JobPart, JobError> {
     let shared = &jobs.shared;
-    let group_record = group.record();
-    let newest = group_record
+    let newest = group
+        .record()
         .parts
         .iter()
         .filter(|p| p.node == old.node)
@@ -179,21 +299,55 @@ async fn send_again(
         .spec(&newest.job)
         .ok_or_else(|| JobError::Storage("the part's spec is gone".into()))?;
     spec.attempt = newest.attempt + 1;
+    let part = plan::Part {
+        machine: machine.clone(),
+        node_rank: old.node_rank,
+        processes: old.processes,
+        spec,
+    };
+    send(jobs, peer, group, dir, part).await
+}
+
+/// A part of the current `launch` for a machine that has none in it, as the node rank after
+/// the current parts' (its agent joins the rendezvous as a waiting node all the same).
+async fn send_joining(
+    jobs: &JobManager,
+    peer: &Arc<PeerContext>,
+    group: &JobEntry,
+    dir: &Path,
+    launch: &Launch,
+    current: &States,
+    machine: &Candidate,
+) -> Result<JobPart, JobError> {
+    let rank = current.iter().map(|(p, _, _)| p.node_rank + 1).max().unwrap_or(0);
+    let part = plan::part(&launch.template, &launch.layout, machine, rank);
+    send(jobs, peer, group, dir, part).await
+}
+
+/// Sends `part` with the training's kept workspace (and the checkpoint its launch started
+/// from, when its spec names one).
+async fn send(
+    jobs: &JobManager,
+    peer: &Arc<PeerContext>,
+    group: &JobEntry,
+    dir: &Path,
+    part: plan::Part,
+) -> Result<JobPart, JobError> {
     let workspace = fs::read(dir.join(WORKSPACE))
         .map_err(|e| JobError::Storage(format!("the training's workspace was not kept ({e})")))?;
-    let uid = group_record.uid.unwrap_or(0);
+    let uid = group.record().uid.unwrap_or(0);
     let checkpoint = dir.join(CHECKPOINT);
     let upload = (
         workspace,
-        spec.resume_checkpoint.as_ref().map(|_| checkpoint.as_path()),
+        part.spec.resume_checkpoint.as_ref().map(|_| checkpoint.as_path()),
     );
-    let record = submit_part(jobs, peer, spec, upload, machine, uid).await?;
+    let record = submit_part(jobs, peer, part.spec, upload, &part.machine, uid).await?;
     Ok(JobPart {
         job: record.job,
-        node: old.node.clone(),
-        node_name: machine.name.clone(),
-        node_rank: old.node_rank,
-        processes: old.processes,
+        node: part.machine.node_id.clone(),
+        node_name: part.machine.name.clone(),
+        node_rank: part.node_rank,
+        processes: part.processes,
         state: record.state,
     })
 }

@@ -14,12 +14,14 @@
 
 use std::collections::BTreeSet;
 use std::fs;
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use partagpu_core::job::checkpoint::{CheckpointIndex, INDEX_FILE};
 use partagpu_core::job::record::JobPart;
+use partagpu_core::job::spec::NetworkMode;
 use partagpu_core::job::state::ArtifactInfo;
 use partagpu_core::job::state::JobState;
 use partagpu_core::job::workspace::with_files;
@@ -29,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::super::inbox;
-use super::super::manager::{JobEntry, JobManager};
+use super::super::manager::{JobEntry, JobManager, Shared};
 use super::super::spool::append_log;
 use super::{candidates, plan, rejoin, shipping, submit_part};
 use crate::peer::PeerContext;
@@ -249,9 +251,13 @@ async fn launch(
         .map(|r| r.argv)
         .collect();
     let port = plan::rendezvous_port(open.iter().map(Vec::as_slice), OsRng.next_u32());
+    // The machines of the earlier launches that are not in this one (node 0 that was lost,
+    // one not sharing now) may join it when they are back (rejoin.rs).
+    let layout = plan::layout(&machines, port, &earlier_machines(shared, &group_record.parts));
     let uid = group_record.uid.unwrap_or(0);
     let mut sent: Vec<JobPart> = Vec::new();
-    for part in plan::parts(&template, &machines, port) {
+    for (machine, rank) in machines.iter().zip(0..) {
+        let part = plan::part(&template, &layout, machine, rank);
         let upload = (workspace.clone(), checkpoint_file);
         match submit_part(jobs, peer, part.spec, upload, &part.machine, uid).await {
             Ok(record) => sent.push(JobPart {
@@ -275,8 +281,10 @@ async fn launch(
             }
         }
     }
-    // A machine of this launch that leaves and returns is sent this workspace (rejoin.rs).
+    // A machine of this launch that leaves and returns is sent this workspace, and one of an
+    // earlier launch a part made as these were (rejoin.rs).
     let _ = fs::write(dir.join(rejoin::WORKSPACE), &workspace);
+    rejoin::Launch { template, layout }.keep(dir);
     let names: Vec<String> = sent.iter().map(|p| p.node_name.clone()).collect();
     shared.commit(group, |r| r.parts.extend(sent));
     Ok(format!(
@@ -284,6 +292,28 @@ async fn launch(
         pending.what,
         names.join(", ")
     ))
+}
+
+/// The addresses of the machines the parts of the training had so far (every part of a
+/// launch names them all as its peers).
+fn earlier_machines(shared: &Shared, parts: &[JobPart]) -> Vec<Ipv4Addr> {
+    let mut addresses = Vec::new();
+    for part in parts {
+        let Ok(entry) = shared.find(&part.job) else {
+            continue;
+        };
+        let record = entry.record();
+        if let Some(NetworkMode::Peers { peers }) =
+            shared.store_of(&record).spec(&record.job).map(|s| s.network)
+        {
+            for peer in peers {
+                if !addresses.contains(&peer.address) {
+                    addresses.push(peer.address);
+                }
+            }
+        }
+    }
+    addresses
 }
 
 /// The training's kept workspace with the index of the newest checkpoint held here at its

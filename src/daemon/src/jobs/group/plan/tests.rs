@@ -216,3 +216,58 @@ fn an_elastic_training_takes_a_range_of_nodes_and_restarts_with_rank_zero_hostin
         .argv
         .contains(&"static".to_owned()));
 }
+
+#[test]
+fn a_launch_that_admits_an_earlier_machine_can_give_it_the_same_part_later() {
+    let template: JobSpec = serde_json::from_value(serde_json::json!({
+        "id": "00112233445566778899aabbccddeeff", "attempt": 4, "submitter": "ab".repeat(16),
+        "argv": ["train.py"], "workspace_bytes": 0, "workspace_sha256": "00".repeat(32),
+        "min_nodes": 1, "artifacts": ["model.pt"],
+    }))
+    .unwrap();
+    let all = choose(&room(), "", "torch", Some("2.15.0")).unwrap();
+    let (lost, survivor) = (&all[0], &all[1]);
+    // Lost node 0 (lab-1) is admitted; lab-2 alone starts it, as node 0.
+    let layout = layout(
+        std::slice::from_ref(survivor),
+        29420,
+        &[lost.address, survivor.address],
+    );
+    assert_eq!(layout.nodes, 2, "the survivor's address is not counted twice");
+    assert!(admits(&layout, lost.address) && !admits(&layout, Ipv4Addr::new(10, 98, 0, 9)));
+    let first = part(&template, &layout, survivor, 0);
+    assert_eq!(
+        first.spec.argv.join(" "),
+        format!(
+            "torchrun --nnodes 1:2 --rdzv-backend c10d --rdzv-endpoint 10.98.0.2:29420 --rdzv-conf \
+             is_host=1,join_timeout=120,last_call_timeout=5 --max-restarts 3 --nproc-per-node 1 \
+             --rdzv-id {} --local-addr 10.98.0.2 train.py",
+            template.id.to_hex()
+        ),
+        "elastic with one machine: another may join"
+    );
+    // The layout survives being kept, and the joining part matches the others.
+    let kept: Layout = serde_json::from_slice(&serde_json::to_vec(&layout).unwrap()).unwrap();
+    let joining = part(&template, &kept, lost, 1);
+    assert_eq!(joining.spec.network, first.spec.network);
+    assert_eq!(joining.spec.id, part_id(&template.id, 1));
+    assert_eq!(joining.spec.attempt, 4);
+    assert!(
+        joining.spec.artifacts.is_empty(),
+        "only node 0 saves the artifacts"
+    );
+    let line = joining.spec.argv.join(" ");
+    assert!(
+        line.contains("--rdzv-endpoint 10.98.0.2:29420") && line.contains("is_host=0"),
+        "{line}"
+    );
+    assert!(line.contains("--local-addr 10.98.0.1"), "{line}");
+    assert_eq!(
+        joining.spec.env.get(MACHINE_ENV).map(String::as_str),
+        Some("lab-1")
+    );
+    assert_eq!(
+        joining.spec.env.get(UNSHARED_STORE_ENV.0).map(String::as_str),
+        Some("1")
+    );
+}

@@ -137,3 +137,66 @@ fn a_vanished_part_whose_end_is_unknown_is_not_sent_again() {
     );
     assert_eq!(returns.due(&states, &losses, |_| true, later + SETTLE).len(), 1);
 }
+
+/// A training of at least 1 that started again on lab-2 after losing node 0 (lab-1): the
+/// parts of the first launch (lab-1's lost, lab-2's cancelled), then lab-2's new node 0.
+fn started_again(first_node_0: JobState) -> (Vec<(JobPart, JobState, Option<String>)>, Losses) {
+    let mut new_node_0 = part(0, JobState::Running);
+    new_node_0.0.job = "part-again".into();
+    new_node_0.0.node = "node-1".into();
+    new_node_0.0.node_name = "lab-2".into();
+    let all = vec![part(0, first_node_0), part(1, JobState::Cancelled), new_node_0];
+    (all, Losses::new(Some(1)))
+}
+
+#[test]
+fn the_lost_node_0_of_an_earlier_launch_joins_the_current_one_once_its_end_is_known() {
+    let (all, losses) = started_again(JobState::Running);
+    let current = all[2..].to_vec();
+    assert!(absent(&all, &current).is_empty(), "its torchrun might still run");
+
+    let (all, losses_after) = started_again(JobState::Lost);
+    let current = all[2..].to_vec();
+    let absent_now = absent(&all, &current);
+    assert_eq!(
+        absent_now.iter().map(|p| p.job.as_str()).collect::<Vec<_>>(),
+        ["part-0"],
+        "lab-2 is in the current launch"
+    );
+    let now = Instant::now();
+    let mut returns = Returns::default();
+    assert!(returns
+        .absent_due(&all, &current, &losses_after, |_| false, now)
+        .is_empty());
+    let due = returns.absent_due(&all, &current, &losses_after, |n| n == "node-0", now);
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0].node_name, "lab-1");
+
+    // Not without elasticity, while the new node 0 does not run, once the training ends, or
+    // while the machine rests after a failed try.
+    assert!(returns
+        .absent_due(&all, &current, &Losses::new(None), |_| true, now)
+        .is_empty());
+    let mut stopped = current.clone();
+    stopped[0].1 = JobState::Succeeded;
+    assert!(returns
+        .absent_due(&all, &stopped, &losses, |_| true, now)
+        .is_empty());
+    returns.failed("node-0", now);
+    assert!(returns
+        .absent_due(&all, &current, &losses, |_| true, now)
+        .is_empty());
+    let later = now + RETRY_AFTER;
+    assert_eq!(
+        returns.absent_due(&all, &current, &losses, |_| true, later).len(),
+        1
+    );
+
+    // Once it joined, it has a part in the current launch: nothing is absent.
+    let mut joined = part(1, JobState::Running);
+    joined.0.job = "part-joined".into();
+    joined.0.node = "node-0".into();
+    let (mut all, _) = started_again(JobState::Lost);
+    all.push(joined.clone());
+    assert!(absent(&all, &[all[2].clone(), joined]).is_empty());
+}
