@@ -9,7 +9,6 @@ python/requirements-torch.txt); the lab offers it to jobs as the runtime "torch"
 
 import json
 import os
-import pathlib
 import re
 import signal
 import subprocess
@@ -20,7 +19,7 @@ import pytest
 
 from test_lab_fleet import wait_until
 from test_lab_jobs import job_processes
-from test_virtual_lab import LAB, LAB_DIR, REPO, lab, lab_ok, on, run  # noqa: F401
+from test_virtual_lab import LAB, LAB_DIR, REPO, lab, lab_ok, on, pid_alive, run  # noqa: F401
 
 TORCH = os.environ.get("PARTAGPU_TORCH_PYTHON", "")
 TRAIN = REPO / "examples" / "unet" / "train.py"
@@ -397,15 +396,6 @@ def test_a_machine_paused_past_the_grace_leaves_the_training_and_rejoins_when_re
     wait_for_the_whole_room()
 
 
-def process_runs(pid):
-    """Whether process `pid` exists and is not a zombie."""
-    try:
-        stat = (pathlib.Path("/proc") / str(pid) / "stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def losing_node_0_in_epoch_3(epochs, *args, output, timeout, script_args=(), back_when=None):
     """A training that machine 1 coordinates on machines 2 and 3 only (so every checkpoint is
     on other machines), whose node 0 loses its service in epoch 3, once machine 1 had time to
@@ -430,7 +420,7 @@ def losing_node_0_in_epoch_3(epochs, *args, output, timeout, script_args=(), bac
                 seen.append(line)
                 if back_when in line:
                     # A killed service may take seconds to be gone (its threads end first).
-                    wait_until("machine 2's killed service gone", lambda: not process_runs(killed), timeout=60,
+                    wait_until("machine 2's killed service gone", lambda: not pid_alive(killed), timeout=60,
                                interval=0.2)
                     lab_ok("start", "2")
                     restarted = True

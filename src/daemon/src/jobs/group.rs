@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use partagpu_core::fleet::RuntimeInfo;
-use partagpu_core::job::record::{JobPart, JobRecord, JobRole};
+use partagpu_core::job::record::{JobRecord, JobRole};
 use partagpu_core::job::spec::JobSpec;
 use partagpu_core::job::state::JobState;
 use rand_core::{OsRng, RngCore};
@@ -276,17 +276,7 @@ async fn start(
         log_bytes: 0,
         memory_peak_bytes: None,
         cpu_usage_us: None,
-        parts: sent
-            .iter()
-            .map(|(part, record)| JobPart {
-                job: record.job.clone(),
-                node: part.machine.node_id.clone(),
-                node_name: part.machine.name.clone(),
-                node_rank: part.node_rank,
-                processes: part.processes,
-                state: record.state,
-            })
-            .collect(),
+        parts: sent.iter().map(|(part, record)| part.sent_as(record)).collect(),
         training: None,
     };
     shared

@@ -6,6 +6,7 @@
 use std::net::Ipv4Addr;
 
 use partagpu_core::fleet::{NodeState, RuntimeInfo};
+use partagpu_core::job::record::{JobPart, JobRecord};
 use partagpu_core::job::spec::{JobId, JobSpec, NetworkMode, PeerAccess};
 use partagpu_core::SharingState;
 use serde::{Deserialize, Serialize};
@@ -44,6 +45,21 @@ pub struct Part {
     pub processes: u32,
     /// The job it is sent as.
     pub spec: JobSpec,
+}
+
+impl Part {
+    /// The training's record of this part, once it was sent as `job`.
+    #[must_use]
+    pub fn sent_as(&self, job: &JobRecord) -> JobPart {
+        JobPart {
+            job: job.job.clone(),
+            node: self.machine.node_id.clone(),
+            node_name: self.machine.name.clone(),
+            node_rank: self.node_rank,
+            processes: self.processes,
+            state: job.state,
+        }
+    }
 }
 
 /// Why a machine cannot take part, if it cannot.

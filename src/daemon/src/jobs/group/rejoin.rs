@@ -21,6 +21,7 @@
 //! The workspace of an elastic training is kept beside the group's record for that, and
 //! removed when the training ends.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -220,15 +221,19 @@ pub async fn bring_back(
             .any(|c| c.node_id == node && c.state.sharing == SharingState::Sharing)
     };
     // Only a launch that admitted its address can take a machine of an earlier one (one that
-    // came back at another address would be kept out by the parts' firewalls).
-    let launch = Launch::load(dir).ok();
+    // came back at another address would be kept out by the parts' firewalls). It is read
+    // once such a machine is back, not at every look while it is away.
+    let launch: OnceCell<Option<Launch>> = OnceCell::new();
     let admitted = |node: &str| {
         is_back(node)
-            && launch.as_ref().is_some_and(|launch| {
-                present
-                    .iter()
-                    .any(|c| c.node_id == node && plan::admits(&launch.layout, c.address))
-            })
+            && launch
+                .get_or_init(|| Launch::load(dir).ok())
+                .as_ref()
+                .is_some_and(|launch| {
+                    present
+                        .iter()
+                        .any(|c| c.node_id == node && plan::admits(&launch.layout, c.address))
+                })
     };
     let now = Instant::now();
     let mut due: Vec<(JobPart, Option<&Launch>)> = returns
@@ -236,20 +241,22 @@ pub async fn bring_back(
         .into_iter()
         .map(|part| (part, None))
         .collect();
-    due.extend(
-        returns
-            .absent_due(all, current, losses, admitted, now)
-            .into_iter()
-            .map(|part| (part, launch.as_ref())),
-    );
+    let absent = returns.absent_due(all, current, losses, admitted, now);
+    // Those were admitted, so the launch was read.
+    let joined = launch.get().and_then(Option::as_ref);
+    due.extend(absent.into_iter().filter_map(|part| Some((part, Some(joined?)))));
     due.truncate(ELASTIC_RESTARTS.saturating_sub(returns.made) as usize);
     for (old, joins) in due {
         let Some(machine) = present.iter().find(|c| c.node_id == old.node) else {
             continue;
         };
-        let sent = match joins {
-            None => send_again(jobs, peer, group, dir, &old, machine).await,
-            Some(launch) => send_joining(jobs, peer, group, dir, launch, current, machine).await,
+        let part = match joins {
+            Some(launch) => Ok(joining(launch, current, machine)),
+            None => again(jobs, group, &old, machine),
+        };
+        let sent = match part {
+            Ok(part) => send(jobs, peer, group, dir, &part).await,
+            Err(error) => Err(error),
         };
         let line = match sent {
             Ok(part) => {
@@ -276,15 +283,13 @@ pub async fn bring_back(
     }
 }
 
-/// A new attempt of the newest part `old`'s machine ran in this training, sent to it.
-async fn send_again(
+/// A new attempt of the newest part `old`'s machine ran in this training.
+fn again(
     jobs: &JobManager,
-    peer: &Arc<PeerContext>,
     group: &JobEntry,
-    dir: &Path,
     old: &JobPart,
     machine: &Candidate,
-) -> Result<JobPart, JobError> {
+) -> Result<plan::Part, JobError> {
     let shared = &jobs.shared;
     let newest = group
         .record()
@@ -299,29 +304,19 @@ async fn send_again(
         .spec(&newest.job)
         .ok_or_else(|| JobError::Storage("the part's spec is gone".into()))?;
     spec.attempt = newest.attempt + 1;
-    let part = plan::Part {
+    Ok(plan::Part {
         machine: machine.clone(),
         node_rank: old.node_rank,
         processes: old.processes,
         spec,
-    };
-    send(jobs, peer, group, dir, part).await
+    })
 }
 
 /// A part of the current `launch` for a machine that has none in it, as the node rank after
 /// the current parts' (its agent joins the rendezvous as a waiting node all the same).
-async fn send_joining(
-    jobs: &JobManager,
-    peer: &Arc<PeerContext>,
-    group: &JobEntry,
-    dir: &Path,
-    launch: &Launch,
-    current: &States,
-    machine: &Candidate,
-) -> Result<JobPart, JobError> {
+fn joining(launch: &Launch, current: &States, machine: &Candidate) -> plan::Part {
     let rank = current.iter().map(|(p, _, _)| p.node_rank + 1).max().unwrap_or(0);
-    let part = plan::part(&launch.template, &launch.layout, machine, rank);
-    send(jobs, peer, group, dir, part).await
+    plan::part(&launch.template, &launch.layout, machine, rank)
 }
 
 /// Sends `part` with the training's kept workspace (and the checkpoint its launch started
@@ -331,7 +326,7 @@ async fn send(
     peer: &Arc<PeerContext>,
     group: &JobEntry,
     dir: &Path,
-    part: plan::Part,
+    part: &plan::Part,
 ) -> Result<JobPart, JobError> {
     let workspace = fs::read(dir.join(WORKSPACE))
         .map_err(|e| JobError::Storage(format!("the training's workspace was not kept ({e})")))?;
@@ -341,15 +336,8 @@ async fn send(
         workspace,
         part.spec.resume_checkpoint.as_ref().map(|_| checkpoint.as_path()),
     );
-    let record = submit_part(jobs, peer, part.spec, upload, &part.machine, uid).await?;
-    Ok(JobPart {
-        job: record.job,
-        node: part.machine.node_id.clone(),
-        node_name: part.machine.name.clone(),
-        node_rank: part.node_rank,
-        processes: part.processes,
-        state: record.state,
-    })
+    let record = submit_part(jobs, peer, part.spec.clone(), upload, &part.machine, uid).await?;
+    Ok(part.sent_as(&record))
 }
 
 #[cfg(test)]

@@ -259,15 +259,8 @@ async fn launch(
     for (machine, rank) in machines.iter().zip(0..) {
         let part = plan::part(&template, &layout, machine, rank);
         let upload = (workspace.clone(), checkpoint_file);
-        match submit_part(jobs, peer, part.spec, upload, &part.machine, uid).await {
-            Ok(record) => sent.push(JobPart {
-                job: record.job,
-                node: part.machine.node_id.clone(),
-                node_name: part.machine.name.clone(),
-                node_rank: part.node_rank,
-                processes: part.processes,
-                state: record.state,
-            }),
+        match submit_part(jobs, peer, part.spec.clone(), upload, &part.machine, uid).await {
+            Ok(record) => sent.push(part.sent_as(&record)),
             Err(error) => {
                 for job in &sent {
                     if let Ok(entry) = shared.find(&job.job) {
