@@ -7,14 +7,13 @@ of step 4 and rank 0's that of step 2 (or none, or a torn file, as $CKPT_CASE sa
 must give both ranks step 4's state. Then save() of step 5 writes into each folder."""
 
 import json
-import atexit
 import os
-import sys
 
 import torch
 import torch.distributed as dist
 
 import partagpu.checkpoint
+import partagpu.ddp
 
 
 def main():
@@ -39,14 +38,10 @@ def main():
         partagpu.checkpoint.DEFAULT_NAME, weights_only=False)["partagpu_step"]
     with open(os.path.join(os.environ["CKPT_ROOT"], f"result-{rank}.json"), "w") as f:
         json.dump({"loaded": got, "written_step": written}, f)
-    dist.barrier()
-    sys.stdout.flush()
-    # gloo's teardown, by destroy_process_group or at the interpreter's exit, aborts now and
-    # then on this torch ("terminate called without an active exception", SIGABRT): two CI
-    # runs failed so, one each way. As bench/time-to-first-step does, leave without it; the
-    # exit hooks (partagpu.ddp's report) still run first.
-    atexit._run_exitfuncs()
-    os._exit(0)
+    # Not destroy_process_group(): gloo's teardown aborts now and then on this torch, and two
+    # CI runs failed so. finish() waits for the other rank, runs the exit hooks (the report)
+    # and leaves.
+    partagpu.ddp.finish()
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ timings it kept. The test compares the weights with a single-process reference.
 """
 
 import json
-import atexit
 import os
 import sys
 import time
@@ -83,14 +82,10 @@ def main():
     # A file per rank: two ranks' long lines on torchrun's shared stdout can interleave.
     with open(os.path.join(os.environ["DDP_WORKER_OUT"], f"rank-{rank}.json"), "w") as f:
         json.dump(out, f)
-    dist.barrier()
-    sys.stdout.flush()
-    # gloo's teardown, by destroy_process_group or at the interpreter's exit, aborts now and
-    # then on this torch ("terminate called without an active exception", SIGABRT): two CI
-    # runs failed so, one each way. As bench/time-to-first-step does, leave without it; the
-    # exit hooks (partagpu.ddp's report) still run first.
-    atexit._run_exitfuncs()
-    os._exit(0)
+    # Not destroy_process_group(): gloo's teardown aborts now and then on this torch, and two
+    # CI runs failed so. finish() waits for the other rank, runs the exit hooks (the report)
+    # and leaves.
+    partagpu.ddp.finish()
 
 
 if __name__ == "__main__":

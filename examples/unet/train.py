@@ -159,6 +159,9 @@ def main():
         if rank == 0:
             print(f"epoch {epoch + 1}/{args.epochs}: loss {epoch_loss:.4f}, dice {score:.3f}, "
                   f"{time.time() - started:.1f} s", flush=True)
+    if not all(math.isfinite(m["loss"]) for m in metrics):
+        # Every rank sees the same all-reduced losses, so every rank fails here together.
+        raise SystemExit("the loss diverged")
     # Every machine writes them (the replicas are equal): after a lost machine, the ranks may
     # have been renumbered, and the artifacts are taken from the first machine of the job.
     if local == 0:
@@ -166,13 +169,9 @@ def main():
         torch.save(model.state_dict(), os.path.join(args.out, "model.pt"))
         with open(os.path.join(args.out, "metrics.json"), "w") as f:
             json.dump({"epochs": metrics, "world_size": world}, f, indent=1)
-        if not all(math.isfinite(m["loss"]) for m in metrics):
-            raise SystemExit("the loss diverged")
-    # Leave together: a rank that tears gloo down while another still talks to it can abort
-    # the other ("terminate called without an active exception") and fail the training.
-    dist.barrier()
-    dist.destroy_process_group()
-
+    # Leave together, without gloo's teardown: destroy_process_group() aborts now and then
+    # ("terminate called without an active exception"), failing a finished training.
+    partagpu.ddp.finish()
 
 if __name__ == "__main__":
     main()

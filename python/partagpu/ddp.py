@@ -16,7 +16,8 @@ optimizer step. The strategy comes from the argument, else ``$PARTAGPU_DDP_STRAT
 the coordinator), else plain DDP. Every micro-step's forward, backward and optimizer times
 are kept (:attr:`Trainer.timings`) for the probe and the report.
 
-:func:`measure_link` and :func:`model_shape` give the planner the rest of what it needs.
+:func:`measure_link` and :func:`model_shape` give the planner the rest of what it needs, and
+:func:`finish` ends a rank without gloo's teardown, which can abort a finished training.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
@@ -294,7 +296,27 @@ def _finish_probe_run(trainer: Trainer) -> None:
             json.dump(found.to_json(), out)
         os.replace(path + ".part", path)
     dist.barrier()
+    # The rest of the script is the training itself; a probe run ends here on every rank,
+    # without the exit hooks (the report of a training that did not run).
+    _leave(0)
+
+
+def finish() -> NoReturn:
+    """Ends this rank's part of the training: waits for the other ranks, runs the exit hooks
+    (``atexit``: this module's report, ``logging``'s flush) and leaves with status 0, without
+    tearing the process group down.
+
+    Call it last, once the artifacts are written and closed. Torch's gloo teardown, by
+    ``destroy_process_group()`` or at the interpreter's exit, aborts now and then
+    ("terminate called without an active exception", SIGABRT) even after a barrier; the
+    agent would then take a finished training for a failed one. Objects left to the garbage
+    collector are not finalized, so close the files you wrote (``with open(...)``)."""
+    dist.barrier()
+    atexit._run_exitfuncs()
+    _leave(0)
+
+
+def _leave(status: int) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
-    # The rest of the script is the training itself; a probe run ends here on every rank.
-    os._exit(0)
+    os._exit(status)
