@@ -396,11 +396,15 @@ def test_a_machine_paused_past_the_grace_leaves_the_training_and_rejoins_when_re
     wait_for_the_whole_room()
 
 
-def losing_node_0_in_epoch_3(epochs, *args, output, timeout, script_args=(), back_when=None):
+def losing_node_0_in_epoch_3(epochs, *args, output, timeout, script_args=(), back_when=None, power_loss=False):
     """A training that machine 1 coordinates on machines 2 and 3 only (so every checkpoint is
-    on other machines), whose node 0 loses its service in epoch 3, once machine 1 had time to
-    copy the checkpoint of epoch 2; the service starts again once a line of the output
-    contains `back_when` (else after the training). Its return code, whole stdout and stderr."""
+    on other machines), whose node 0 loses its service in epoch 3 (or, with `power_loss`, its
+    power: `virtual-lab kill 2`), once machine 1 had time to copy the checkpoint of epoch 2;
+    the service (or the machine) starts again once a line of the output contains `back_when`
+    (else after the training). Its return code, whole stdout and stderr."""
+    def bring_back():
+        lab_ok("power-on" if power_loss else "start", "2")
+
     runner = training_on(1, "--nodes", "lab-2,lab-3", *args, str(TRAIN), "--epochs", str(epochs), *script_args,
                          output=output)
     restarted = False
@@ -414,7 +418,10 @@ def losing_node_0_in_epoch_3(epochs, *args, output, timeout, script_args=(), bac
             raise AssertionError("".join(seen)[-3000:] + runner.stderr.read()[-3000:])
         time.sleep(8)  # the coordinator asks a part elsewhere every 5 s
         killed = int((LAB_DIR / "m2" / "partagpud.pid").read_text())
-        os.kill(killed, signal.SIGKILL)
+        if power_loss:
+            lab_ok("kill", "2")  # returns once every process of the machine is gone
+        else:
+            os.kill(killed, signal.SIGKILL)
         if back_when is not None:
             for line in runner.stdout:
                 seen.append(line)
@@ -422,7 +429,7 @@ def losing_node_0_in_epoch_3(epochs, *args, output, timeout, script_args=(), bac
                     # A killed service may take seconds to be gone (its threads end first).
                     wait_until("machine 2's killed service gone", lambda: not pid_alive(killed), timeout=60,
                                interval=0.2)
-                    lab_ok("start", "2")
+                    bring_back()
                     restarted = True
                     break
         rest, err = runner.communicate(timeout=timeout)
@@ -430,7 +437,7 @@ def losing_node_0_in_epoch_3(epochs, *args, output, timeout, script_args=(), bac
         if runner.poll() is None:
             runner.kill()
         if not restarted:
-            lab_ok("start", "2")
+            bring_back()
     return runner.returncode, "".join(seen) + rest, err
 
 
@@ -473,17 +480,21 @@ def test_a_training_that_loses_node_0_leaves_its_last_checkpoint_to_go_on_from(t
 
 def test_an_elastic_training_that_loses_node_0_starts_again_on_the_others_from_its_checkpoint(train_lab, tmp_path):
     """`--min-nodes 1`: machine 1 coordinates a training on machines 2 and 3 only, and node
-    0's service (machine 2's) is killed in epoch 3. The coordinator stops machine 3's part and
-    starts the training again on machine 3 alone, from the checkpoint it holds. Machine 2's
-    service then starts again: it is sent a part of the new launch (as node 1), and the
-    training goes on on both from the newest checkpoint. The job succeeds, model.pt loads and metrics.json has every
+    0's machine (machine 2) loses its power in epoch 3. Machine 1 watches node 0's link, so
+    it knows after a short silence; it stops machine 3's part and starts the training again
+    on machine 3 alone, from the checkpoint it holds. Machine 2 then gets its power back: it
+    is sent a part of the new launch (as node 1), and the training goes on on both from the
+    newest checkpoint. The job succeeds, model.pt loads and metrics.json has every
     epoch once. The UNet is twice as wide as by default (on fewer images, for the same time
     per epoch), so its checkpoint (weights and Adam's state, ~22 MiB) is larger than a whole
     workspace may be: it travels after it."""
     epochs = 12
     wide = ("--width", "32", "--samples", "96")
+    coordinator_log = LAB_DIR / "m1" / "partagpud.log"
+    logged_before = len(coordinator_log.read_bytes())
     returncode, out, err = losing_node_0_in_epoch_3(epochs, "--min-nodes", "1", output=tmp_path, timeout=400,
-                                                    script_args=wide, back_when="the training starts again on")
+                                                    script_args=wide, back_when="the training starts again on",
+                                                    power_loss=True)
     if returncode != 0:
         print(out, err, sep="\n")  # whole: pytest cuts a long message to its last line
     assert returncode == 0, (out[-3000:], err[-3000:])
@@ -492,6 +503,8 @@ def test_an_elastic_training_that_loses_node_0_starts_again_on_the_others_from_i
                            r"\(step \d+, (\d+) MiB\)", out)
     assert relaunched, out[-3000:]
     assert int(relaunched.group(1)) > 16, relaunched.group(0)
+    # Node 0's link was watched: machine 1 gave up on its short silence, not PGR/1's 45 s.
+    assert b'reason="silent while watched"' in coordinator_log.read_bytes()[logged_before:]
     assert "resuming after epoch" in out, out[-3000:]
     assert "[partagpu] lab-2 (node 1) is back: it rejoins the training at its next restart" in out, out[-3000:]
     assert "succeeded on lab-3, lab-2 (lab-2 left and came back)" in err, err[-2000:]

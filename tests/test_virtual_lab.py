@@ -284,6 +284,20 @@ def test_machines_buses_limits_restart(clean_lab):
     for i, line in enumerate(lines, 1):
         assert line.startswith(f"{i} ") and f"lab-{i}" in line and f"10.98.0.{i}" in line, line
 
+    # power-on: refused while the machine runs; after a kill, it comes back as it was.
+    r = lab("power-on", "2")
+    assert r.returncode == 1 and "not off" in r.stderr, (r.returncode, r.stderr)
+    killed = machine_pids(2)
+    lab_ok("kill", "2")
+    assert not any(pid_alive(pid) for pid in killed.values()), killed
+    lab_ok("power-on", "2")
+    assert all(pid_alive(pid) for pid in machine_pids(2).values())
+    assert status_json(2)["limits"] == limits_2, "limits must survive a power loss"
+    routes = run(["ip", "-n", "pglab-2", "route", "show"]).stdout
+    assert "10.98.0.0/24 dev eth0" in routes and "224.0.0.0/4 dev eth0" in routes, routes
+    reached = on(1, PY, "-c", "import socket; socket.create_connection(('10.98.0.2', 7655), timeout=5)")
+    assert reached.returncode == 0, reached.stderr
+
 
 def test_bridge_tcp_and_multicast(clean_lab):
     lab_ok("up", "3")

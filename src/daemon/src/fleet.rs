@@ -10,6 +10,7 @@ pub mod link;
 pub mod local;
 pub mod mesh;
 mod table;
+mod watched;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -22,6 +23,7 @@ use tokio::sync::{oneshot, watch};
 
 pub use self::table::{Member, MAX_MEMBERS};
 use self::table::{Registration, Table};
+pub use self::watched::{is_watched, WatchedNodes, Watcher};
 use crate::peer::session::Side;
 
 /// What changed, so `Fleet1` signals only that.
@@ -84,6 +86,7 @@ pub struct Fleet {
     table: Mutex<Table>,
     surroundings: Mutex<Surroundings>,
     revisions: watch::Sender<Revisions>,
+    watched: watched::Watched,
 }
 
 impl Fleet {
@@ -99,6 +102,7 @@ impl Fleet {
             table: Mutex::new(Table::default()),
             surroundings: Mutex::new(Surroundings::default()),
             revisions: watch::channel(Revisions::default()).0,
+            watched: watched::Watched::default(),
         }
     }
 

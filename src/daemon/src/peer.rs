@@ -35,6 +35,11 @@ pub struct Timing {
     pub ping_after: Duration,
     /// Silence after which the peer is dead.
     pub dead_after: Duration,
+    /// Silence after which a watched member (node 0 of an elastic training coordinated
+    /// here, `fleet::Watcher`) is pinged.
+    pub watched_ping_after: Duration,
+    /// Silence after which such a member is dead.
+    pub watched_dead_after: Duration,
     /// Time under one sending key before a KEY_UPDATE.
     pub key_update_after: Duration,
     /// Longest session.
@@ -48,6 +53,10 @@ impl Default for Timing {
             handshake: Duration::from_secs(5),
             ping_after: Duration::from_secs(15),
             dead_after: Duration::from_secs(45),
+            // Five pings unanswered: a loaded machine still answers within a second, and
+            // the training's collectives give up after 30 s anyway.
+            watched_ping_after: Duration::from_secs(3),
+            watched_dead_after: Duration::from_secs(15),
             key_update_after: Duration::from_secs(600),
             max_lifetime: Duration::from_secs(12 * 3600),
         }

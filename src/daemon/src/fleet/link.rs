@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 //! One member link: the control session after HELLO, the same on both sides (§7.5). It
 //! sends this machine's state whenever it changes, answers the peer's states into the fleet
-//! table, keeps the session alive (PING/PONG, KEY_UPDATE) and ends on CLOSE, silence, the
-//! room changing, the session's end of life, or the table preferring another link.
+//! table, keeps the session alive (PING/PONG, KEY_UPDATE) and ends on CLOSE, silence (a
+//! shorter one while the member is watched, `watched.rs`), the room changing, the session's
+//! end of life, or the table preferring another link.
 
 use partagpu_core::fleet::{parse_request, request_id, Response, StateError, StateRequest, STATE_OP};
 use partagpu_core::protocol::{Record, RecordType, VerifiedNode};
@@ -123,11 +124,40 @@ async fn serve(
         reader, mut writer, ..
     } = channel;
     let mut records = spawn_reader(reader, timing.dead_after);
+    let mut watched = context.fleet.subscribe_watched();
     let ends_at = Instant::now() + timing.max_lifetime;
-    let (mut key_since, mut last_heard, mut next_id) = (Instant::now(), Instant::now(), 0u64);
+    let (mut key_since, mut next_id) = (Instant::now(), 0u64);
+    // Silence either way (a PING is due) and silence from the peer (it is dead).
+    let (mut last_heard, mut last_received) = (Instant::now(), Instant::now());
+    // Since when the member is watched: its silence counts from then at the earliest.
+    let mut watched_since: Option<Instant> = None;
     loop {
-        let ping_at = last_heard + timing.ping_after;
+        let watching = super::is_watched(&watched.borrow_and_update(), &node_id);
+        if watching != watched_since.is_some() {
+            watched_since = watching.then(Instant::now);
+            if watching {
+                // A PONG now tells at once whether it is still there.
+                last_heard = Instant::now();
+                if writer.send(RecordType::Ping, &[]).await.is_err() {
+                    return "send failed";
+                }
+            }
+        }
+        let ping_at = last_heard
+            + if watching {
+                timing.watched_ping_after
+            } else {
+                timing.ping_after
+            };
+        let dead_at = watched_since.map(|since| since.max(last_received) + timing.watched_dead_after);
         tokio::select! {
+            Ok(()) = watched.changed() => {}
+            () = tokio::time::sleep_until(dead_at.unwrap_or(ends_at)), if dead_at.is_some() => {
+                // The reader's own deadline (dead_after) is for links nobody watches.
+                report_wire_error(context, &source, &node_id, &WireError::Deadline);
+                writer.close("silent while it ran a part of a training").await;
+                return "silent while watched";
+            }
             _ = generation.changed() => {
                 writer.close(ROOM_CHANGED).await;
                 return "the room changed";
@@ -152,7 +182,7 @@ async fn serve(
                 if send_state(&mut writer, next_id, context).await.is_err() { return "send failed"; }
             }
             received = records.recv() => {
-                last_heard = Instant::now();
+                (last_heard, last_received) = (Instant::now(), Instant::now());
                 let record = match received {
                     None | Some(Err(WireError::Closed)) => return "closed",
                     Some(Err(error)) => {

@@ -139,3 +139,31 @@ fn local_changes_are_published_once() {
     assert!(local.has_changed().unwrap());
     assert_eq!(fleet.local().sharing, SharingState::Paused);
 }
+
+#[test]
+fn a_member_is_watched_while_one_watcher_names_it() {
+    let fleet = Arc::new(Fleet::new("00".into(), 7655, state("here")));
+    let seen = fleet.subscribe_watched();
+    let (first, second) = (fleet.watcher(), fleet.watcher());
+    first.set(["aa".to_owned(), "bb".to_owned()]);
+    second.set(["bb".to_owned()]);
+    assert!(is_watched(&seen.borrow(), "aa") && is_watched(&seen.borrow(), "bb"));
+    first.set(["cc".to_owned()]);
+    assert!(!is_watched(&seen.borrow(), "aa"), "let go by its only watcher");
+    drop(second);
+    assert!(!is_watched(&seen.borrow(), "bb"));
+    first.set(Vec::new());
+    assert!(seen.borrow().is_empty(), "{:?}", *seen.borrow());
+}
+
+#[test]
+fn setting_the_same_members_again_wakes_no_link() {
+    let fleet = Arc::new(Fleet::new("00".into(), 7655, state("here")));
+    let mut seen = fleet.subscribe_watched();
+    let watcher = fleet.watcher();
+    watcher.set(["aa".to_owned()]);
+    assert!(seen.has_changed().unwrap());
+    seen.borrow_and_update();
+    watcher.set(["aa".to_owned()]);
+    assert!(!seen.has_changed().unwrap(), "the coordinator sets it every tick");
+}

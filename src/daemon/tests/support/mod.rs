@@ -24,11 +24,14 @@ use rand_core::OsRng;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// Short deadlines so slow-loris tests finish quickly.
+/// Short deadlines so slow-loris tests finish quickly, and a watched member's silence
+/// shows in a second.
 pub fn test_timing() -> Timing {
     Timing {
         client_hello: Duration::from_millis(400),
         handshake: Duration::from_secs(3),
+        watched_ping_after: Duration::from_millis(200),
+        watched_dead_after: Duration::from_secs(1),
         ..Timing::default()
     }
 }

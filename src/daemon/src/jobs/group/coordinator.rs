@@ -38,6 +38,7 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
     let mut returns = rejoin::Returns::default();
     let mut losses = elastic::Losses::new(shared.submitted.spec(group.handle()).and_then(|s| s.min_nodes));
     let mut launches = relaunch::Launches::load(&dir);
+    let watcher = peer.fleet.watcher();
     // The parts the checkpoint is no longer copied from: lost, or of an earlier launch.
     let (gone, gone_seen) = tokio::sync::watch::channel(std::collections::BTreeSet::new());
     let shipper = tokio::spawn(shipping::ship(
@@ -80,6 +81,8 @@ pub async fn coordinate(jobs: JobManager, peer: Arc<PeerContext>, group: Arc<Job
         );
         // Decisions are about the current launch; earlier ones' parts only end (relaunch.rs).
         let current = launches.current(&states);
+        // Its link gives up after a shorter silence than PGR/1's (fleet/watched.rs).
+        watcher.set(losses.watched(&current, &shared.node_id));
         if failure.is_none() {
             failure = launches.interrupted(&states);
         }

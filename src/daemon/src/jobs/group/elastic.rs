@@ -61,6 +61,25 @@ impl Losses {
         self.lost.contains(job)
     }
 
+    /// The machine whose link the coordinator watches (fleet/watched.rs): node 0's, when the
+    /// training is elastic and node 0 runs elsewhere. Only that loss waits on the coordinator
+    /// to go on (a new launch without it). The others' agents go on by themselves without
+    /// any other lost machine, and a training that is not elastic ends on any loss: a
+    /// quicker verdict there would only make a short network outage fatal.
+    #[must_use]
+    pub fn watched(&self, current: &[(JobPart, JobState, Option<String>)], own: &str) -> Option<String> {
+        current
+            .iter()
+            .find(|(part, state, _)| {
+                self.elastic()
+                    && part.node_rank == 0
+                    && part.node != own
+                    && !state.is_terminal()
+                    && !self.is_lost(&part.job)
+            })
+            .map(|(part, _, _)| part.node.clone())
+    }
+
     /// `part` left the training (`how`); `states` are all the parts'.
     pub fn left(
         &mut self,
@@ -200,5 +219,16 @@ mod tests {
         assert!(why.contains("1 machine(s) are left of the 2"), "{why}");
         let not_elastic = Losses::new(None).left(&two[0].0, &two, Departure::Vanished);
         assert!(matches!(not_elastic, Verdict::Ends(_)));
+    }
+
+    #[test]
+    fn only_node_0_of_an_elastic_training_running_elsewhere_is_watched() {
+        let states = vec![part(0), part(1), part(2)];
+        assert_eq!(Losses::new(None).watched(&states, "here"), None, "not elastic");
+        let elastic = Losses::new(Some(2));
+        assert_eq!(elastic.watched(&states, "here").as_deref(), Some("node-0"));
+        assert_eq!(elastic.watched(&states, "node-0"), None, "node 0 runs here");
+        let ended = vec![test_part(0, JobState::Succeeded), part(1)];
+        assert_eq!(elastic.watched(&ended, "here"), None, "its part ended");
     }
 }
