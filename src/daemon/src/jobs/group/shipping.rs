@@ -85,6 +85,9 @@ pub async fn ship(
                 );
             }
             Ok(None) => {}
+            // A part given up on while it was being asked (its machine lost power, say): the
+            // coordinator's log line says what became of it, and the copy is not missed.
+            Err(_) if gone.borrow().contains(&part.job) => {}
             Err(why) => {
                 // Said once in the training's log, so its user knows the copy is missing.
                 let line = format!(
