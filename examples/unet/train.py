@@ -173,5 +173,6 @@ def main():
     # ("terminate called without an active exception"), failing a finished training.
     partagpu.ddp.finish()
 
+
 if __name__ == "__main__":
     main()

@@ -182,7 +182,8 @@ async fn serve(
                 if send_state(&mut writer, next_id, context).await.is_err() { return "send failed"; }
             }
             received = records.recv() => {
-                (last_heard, last_received) = (Instant::now(), Instant::now());
+                last_received = Instant::now();
+                last_heard = last_received;
                 let record = match received {
                     None | Some(Err(WireError::Closed)) => return "closed",
                     Some(Err(error)) => {

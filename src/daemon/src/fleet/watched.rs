@@ -42,7 +42,7 @@ pub fn is_watched(sets: &WatchedNodes, node_id: &str) -> bool {
     sets.values().any(|nodes| nodes.contains(node_id))
 }
 
-/// One coordinator's watch over the members running its parts; dropping it ends the watch.
+/// One coordinator's watch (over its training's node 0); dropping it ends the watch.
 pub struct Watcher {
     fleet: Arc<Fleet>,
     id: u64,
