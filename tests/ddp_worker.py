@@ -55,6 +55,10 @@ def main():
     strategy = sys.argv[1] if len(sys.argv) > 1 else None  # None: from $PARTAGPU_DDP_STRATEGY
     dist.init_process_group("gloo")
     rank = dist.get_rank()
+    if os.environ.get("DDP_NAME_RANKS"):
+        # Each rank plays its own machine, as the service names a part's (PARTAGPU_MACHINE):
+        # rank 0 then prints its report lines.
+        os.environ["PARTAGPU_MACHINE"] = f"machine-{rank}"
     torch.manual_seed(0)
     model = torch.nn.Linear(16, 4)
     trainer = partagpu.ddp.wrap(model, torch.optim.SGD(model.parameters(), lr=0.1), strategy)

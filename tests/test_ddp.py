@@ -34,6 +34,7 @@ def run_workers(tmp_path, strategy_arg, env_strategy=None, port=29650, **extra_e
         capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    (tmp_path / "torchrun.out").write_text(result.stdout)
     found = [json.loads((tmp_path / f"rank-{rank}.json").read_text()) for rank in (0, 1)]
     assert [w["rank"] for w in found] == [0, 1]
     return found
@@ -84,6 +85,19 @@ def test_the_report_names_the_slower_rank(tmp_path):
 
     entry, excess, what = slowest(per_rank)
     assert entry["rank"] == 1 and excess > 0.1 and what == "compute of a micro-step"
+
+
+def test_each_step_is_charged_to_the_slower_rank(tmp_path):
+    # Plain DDP: the fast rank waits for the slow one inside its backward pass, which a rank's
+    # own work leaves out (else both would look as slow).
+    run_workers(tmp_path, "none", port=29662, PARTAGPU_RANK_REPORT_EVERY="2", DDP_SLOW_RANK="1",
+                DDP_NAME_RANKS="1")
+    prefix = "partagpu-report "
+    windows = [json.loads(line[len(prefix):]) for line in (tmp_path / "torchrun.out").read_text().splitlines()
+               if line.startswith(prefix) and '"window"' in line]
+    # One window line after the two optimizer steps, comparing both of them.
+    assert [(w["step"], w["compared_steps"], w["slowed_steps"]) for w in windows] == [(2, 2, {"machine-1": 2})]
+    assert windows[0]["slowest"]["machine"] == "machine-1"
 
 
 def test_a_bad_strategy_fails_the_training_with_its_reason():

@@ -94,6 +94,28 @@ def test_the_unet_trains_on_three_machines_and_comes_back(train_lab, tmp_path):
     assert job_processes() == ""
 
 
+def test_a_machine_lending_less_cpu_is_charged_with_the_steps_it_held_back(train_lab, tmp_path):
+    """Machine 3 lends a fifth of the CPU the others lend: every step waits for it, and the
+    report charges it, step by step, in the record, `job show` and the run's summary."""
+    assert on(3, "partagpuctl", "limits", "set", "--cpu", "10").returncode == 0
+    try:
+        # 480 images in batches of 16 on 3 processes: 10 optimizer steps an epoch, 2 windows.
+        result = train("--nodes", "3", str(TRAIN), "--epochs", "2", "--samples", "480", output=tmp_path)
+    finally:
+        on(3, "partagpuctl", "limits", "set", "--cpu", "50")
+    assert result.returncode == 0, result.stderr[-3000:]
+    training = group_record(1)["training"]
+    print("compared:", training["compared_steps"], "slowed:", training["slowed_steps"])
+    assert training["windows"] == 2 and training["compared_steps"] == 20, training
+    slowed = training["slowed_steps"]
+    assert slowed.get("lab-3", 0) >= 16 and sum(slowed.values()) <= 20, training
+    assert training["slowest"]["machine"] == "lab-3", training
+    shown = on(1, "partagpuctl", "job", "show", group_record(1)["job"]).stdout
+    print("".join(line + "\n" for line in shown.splitlines() if line.startswith(("Steps:", "Slowest:", "    "))))
+    assert re.search(r"\n {11}lab-3 slowed (1[6-9]|20) of 20 steps", shown), shown
+    assert re.search(r"slowest machine: lab-3 \(slowed (1[6-9]|20) of 20 steps\)", result.stderr), result.stderr[-2000:]
+
+
 def test_nodes_auto_predicts_before_launch_and_reports_the_measured_speedup(train_lab, tmp_path):
     """`--nodes auto`: a probe run, the planner's prediction, the training on the machines it
     chose with its strategy, then the measured speed-up; a second run plans from the cache."""
@@ -388,10 +410,16 @@ def test_a_machine_paused_past_the_grace_leaves_the_training_and_rejoins_when_re
     record = group_record(1)
     assert record["state"] == "succeeded"
     assert part_states(record) == ["succeeded", "preempted", "succeeded", "succeeded"]
-    # Rank 0 reported its steps every 10 optimizer steps, naming the slowest machine.
-    assert record["training"]["windows"] > 0 and record["training"]["world_size"] == 3
+    # Rank 0 reported its steps every 10 optimizer steps, naming the slowest machine, and
+    # compared them one by one.
+    training = record["training"]
+    assert training["windows"] > 0 and training["world_size"] == 3
+    assert training["compared_steps"] == 10 * training["windows"], training  # 10 steps a window
+    assert sum(training["slowed_steps"].values()) <= training["compared_steps"]
+    assert set(training["slowed_steps"]) <= {"lab-1", "lab-2", "lab-3"}, training
     shown = on(1, "partagpuctl", "job", "show", record["job"]).stdout
     assert re.search(r"Steps: +\d+ optimizer steps, \d+\.\d+ s each lately \(3 processes", shown), shown
+    assert re.search(r"\n {11}(lab-\d slowed \d+ of \d+ steps|no machine slowed any of the \d+ steps)", shown), shown
     assert "Slowest:   " in shown and "Part:      lab-2 (node 1, 1 process): preempted" in shown, shown
     wait_for_the_whole_room()
 

@@ -138,7 +138,7 @@ class Trainer:
             self._syncs += 1
             if self._syncs % self.report_every == 0:
                 # Every rank reaches the same optimizer step: a safe point for a collective.
-                self.per_rank = stragglers.gather(self.timings)
+                self.per_rank = stragglers.gather(self.timings, self.report_every)
                 if dist.get_rank() == 0:
                     recent = self.sync_step_times(skip=0)[-self.report_every:]
                     stragglers.report(stragglers.window(self.per_rank, self._syncs, statistics.median(recent),

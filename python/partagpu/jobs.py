@@ -270,7 +270,8 @@ class Job:
         that left it and came back),
         ``processes`` (total), ``wall_s``, ``state``, ``reason``, ``exit_code``, and for a
         training using :mod:`partagpu.ddp`, ``training`` (its reports: prediction, steps,
-        ``slowest`` of the last few steps, ``slowest_counts`` by machine) or None."""
+        ``slowest`` of the last few steps, ``slowed_steps``: how many of the ``compared_steps``
+        each machine held back) or None."""
         record = self.record
         parts = record.get("parts") or []
         if parts:

@@ -5,10 +5,12 @@ A synchronous step waits for the slowest rank, so the step time alone cannot say
 Each rank times its own work: the forward pass (no communication in it) and, with k-step
 accumulation, the forward and backward of the micro-steps that do not synchronise. Every
 ``$PARTAGPU_RANK_REPORT_EVERY`` optimizer steps (default 10) the trainer gathers them (one
-small collective), and rank 0 names the slowest machine in a report line (``partagpu-report
-{json}``, only inside a PartaGPU training: ``$PARTAGPU_MACHINE`` is set there) that the
-coordinator folds into the job's record, where ``partagpuctl job show``, the app and the
-Python summary read it. Nothing here but :func:`gather` needs torch, so the client uses it.
+small collective): each rank's medians, and its own work in each of those steps. Rank 0 names
+the machine slowest lately and, step by step, the machine that held each step back, in a
+report line (``partagpu-report {json}``, only inside a PartaGPU training:
+``$PARTAGPU_MACHINE`` is set there) that the coordinator folds into the job's record, where
+``partagpuctl job show``, the app and the Python summary read it. Nothing here but
+:func:`gather` needs torch, so the client uses it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 RECENT_MICRO_STEPS = 20
 SLOW_MARGIN = 0.10  # under 10 % above the median, nobody is called slow
+MOST_NAMED = 32  # machines named in one window's slowed steps: a report line stays under 4 KiB
 REPORT_PREFIX = "partagpu-report "  # as src/core/src/job/training.rs reads it
 MACHINE_ENV = "PARTAGPU_MACHINE"  # the display name of a part's machine, set by the service
 
@@ -34,12 +37,27 @@ def local_times(timings: list[Any]) -> dict[str, Any]:
     }
 
 
-def gather(timings: list[Any]) -> list[dict[str, Any]]:
-    """Every rank's :func:`local_times`, with its rank and node rank; a collective."""
+def step_work(timings: list[Any]) -> list[float]:
+    """This rank's own work in each optimizer step: every forward pass, the backward passes
+    that do not synchronise, and the optimizer (the synchronising backward waits for the
+    others, so it would make every rank look as slow as the slowest)."""
+    steps, work = [], 0.0
+    for micro in timings:
+        work += micro.forward_s + micro.optimizer_s + (0.0 if micro.synced else micro.backward_s)
+        if micro.synced:
+            steps.append(work)
+            work = 0.0
+    return steps
+
+
+def gather(timings: list[Any], steps: int = 0) -> list[dict[str, Any]]:
+    """Every rank's :func:`local_times` and the :func:`step_work` of its last ``steps``
+    optimizer steps, with its rank and node rank; a collective."""
     import torch.distributed as dist
 
     mine = {"rank": dist.get_rank(), "node": int(os.environ.get("GROUP_RANK", dist.get_rank())),
-            "machine": os.environ.get(MACHINE_ENV, ""), **local_times(timings)}
+            "machine": os.environ.get(MACHINE_ENV, ""), **local_times(timings),
+            "steps": [round(s, 6) for s in step_work(timings)[-steps:]] if steps else []}
     everyone: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
     return sorted(everyone, key=lambda r: r["rank"])
@@ -62,6 +80,24 @@ def slowest(per_rank: list[dict[str, Any]]) -> tuple[dict[str, Any], float, str]
     return per_rank[worst], excess, "compute of a micro-step" if key == "local_step_s" else "forward pass"
 
 
+def slowed_steps(per_rank: list[dict[str, Any]]) -> tuple[int, dict[str, int]]:
+    """(steps compared, how many of them each machine slowed): step by step, the rank whose own
+    work was more than 10 % over that step's median held the step back. Every rank did the
+    same optimizer steps, so their lists line up from the end."""
+    lists = [r.get("steps") or [] for r in per_rank]
+    compared = min((len(steps) for steps in lists), default=0) if len(per_rank) >= 2 else 0
+    counts: dict[str, int] = {}
+    for i in range(-compared, 0):
+        values = [float(steps[i]) for steps in lists]
+        middle = statistics.median(values)
+        worst = max(range(len(values)), key=values.__getitem__)
+        if middle > 0 and values[worst] / middle - 1 > SLOW_MARGIN:
+            name = machine_of(per_rank[worst])
+            counts[name] = counts.get(name, 0) + 1
+    kept = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:MOST_NAMED]
+    return compared, dict(kept)
+
+
 def machine_of(entry: dict[str, Any]) -> str:
     """A rank's machine by name when the service said it, else by node rank."""
     return str(entry.get("machine") or f"node {entry.get('node', entry.get('rank', '?'))}")
@@ -81,15 +117,16 @@ def window(per_rank: list[dict[str, Any]], step: int, step_s: float, world_size:
     if found is not None:
         entry, excess, what = found
         slow = {"machine": machine_of(entry), "excess_percent": round(excess * 100), "compared": what}
+    compared, counts = slowed_steps(per_rank)
     return {"kind": "window", "step": step, "step_s": step_s, "world_size": world_size,
-            "strategy": strategy, "slowest": slow}
+            "strategy": strategy, "slowest": slow, "compared_steps": compared, "slowed_steps": counts}
 
 
 def usual_straggler(training: dict[str, Any] | None) -> str | None:
-    """From a job record's ``training``: "lab-3 (slowest in 11 of 12 step reports)", or None."""
-    counts = (training or {}).get("slowest_counts") or {}
-    windows = int((training or {}).get("windows") or 0)
-    if not counts or not windows:
+    """From a job record's ``training``: "lab-3 (slowed 110 of 120 steps)", or None."""
+    counts = {name: int(n) for name, n in ((training or {}).get("slowed_steps") or {}).items() if n}
+    compared = int((training or {}).get("compared_steps") or 0)
+    if not counts or not compared:
         return None
-    name, count = max(counts.items(), key=lambda item: (item[1], [-ord(c) for c in item[0]]))
-    return f"{name} (slowest in {count} of {windows} step report{'s' if windows > 1 else ''})"
+    name, count = min(counts.items(), key=lambda item: (-item[1], item[0]))
+    return f"{name} (slowed {count} of {compared} step{'s' if compared > 1 else ''})"

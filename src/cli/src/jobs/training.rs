@@ -43,17 +43,36 @@ pub fn render_training(t: &TrainingReport) -> String {
             },
         );
         out.push_str(&format!("Slowest:   {now}\n"));
-        if let Some((machine, count)) = t.usual_straggler() {
-            out.push_str(&format!(
-                "           {machine} was the slowest in {count} of {} step reports\n",
-                t.windows
-            ));
+        if let Some(line) = slowed_steps(t) {
+            out.push_str(&format!("           {line}\n"));
         }
     }
     if let Some(measured) = &t.measured {
         out.push_str(&format!("Measured:  {measured}\n"));
     }
     out
+}
+
+/// "lab-3 slowed 22 of 40 steps (lab-2 7, lab-1 2)", or that none did, once steps were
+/// compared one by one.
+fn slowed_steps(t: &TrainingReport) -> Option<String> {
+    if t.compared_steps == 0 {
+        return None;
+    }
+    let ranking = t.slowed_ranking();
+    let Some(((machine, count), others)) = ranking.split_first() else {
+        return Some(match t.compared_steps {
+            1 => "no machine slowed the one step compared".to_owned(),
+            n => format!("no machine slowed any of the {n} steps compared"),
+        });
+    };
+    let steps = if t.compared_steps == 1 { "step" } else { "steps" };
+    let mut line = format!("{machine} slowed {count} of {} {steps}", t.compared_steps);
+    if !others.is_empty() {
+        let others: Vec<String> = others.iter().map(|(m, n)| format!("{m} {n}")).collect();
+        line.push_str(&format!(" ({})", others.join(", ")));
+    }
+    Some(line)
 }
 
 #[cfg(test)]
@@ -67,8 +86,8 @@ mod tests {
         assert_eq!(render_training(&t), "");
         for body in [
             r#"{"kind":"plan","text":"predicted 2.7× on 3 machines with 8-step accumulation"}"#,
-            r#"{"kind":"window","step":10,"step_s":0.9,"world_size":3,"strategy":"accumulate8","slowest":{"machine":"lab-3","excess_percent":23,"compared":"forward pass"}}"#,
-            r#"{"kind":"window","step":20,"step_s":0.84,"world_size":3,"strategy":"accumulate8","slowest":{"machine":"lab-3","excess_percent":31,"compared":"forward pass"}}"#,
+            r#"{"kind":"window","step":10,"step_s":0.9,"world_size":3,"strategy":"accumulate8","slowest":{"machine":"lab-3","excess_percent":23,"compared":"forward pass"},"compared_steps":10,"slowed_steps":{"lab-3":8,"lab-1":1}}"#,
+            r#"{"kind":"window","step":20,"step_s":0.84,"world_size":3,"strategy":"accumulate8","slowest":{"machine":"lab-3","excess_percent":31,"compared":"forward pass"},"compared_steps":10,"slowed_steps":{"lab-3":9,"lab-2":1}}"#,
         ] {
             t.apply(parse_line(&format!("{REPORT_PREFIX}{body}")).unwrap().unwrap());
         }
@@ -77,10 +96,24 @@ mod tests {
             "Plan:      predicted 2.7× on 3 machines with 8-step accumulation\n\
              Steps:     20 optimizer steps, 0.84 s each lately (3 processes, strategy accumulate8)\n\
              Slowest:   lab-3 lately, 31 % slower than the median (forward pass)\n\
-             \x20          lab-3 was the slowest in 2 of 2 step reports\n"
+             \x20          lab-3 slowed 17 of 20 steps (lab-1 1, lab-2 1)\n"
         );
         let even = r#"{"kind":"window","step":30,"step_s":0.8,"world_size":3,"strategy":"accumulate8"}"#;
         t.apply(parse_line(&format!("{REPORT_PREFIX}{even}")).unwrap().unwrap());
         assert!(render_training(&t).contains("Slowest:   none lately"));
+    }
+
+    #[test]
+    fn steps_compared_that_no_machine_slowed_are_said_so() {
+        let mut t = TrainingReport::default();
+        let even =
+            r#"{"kind":"window","step":1,"step_s":0.8,"world_size":2,"strategy":"none","compared_steps":1}"#;
+        t.apply(parse_line(&format!("{REPORT_PREFIX}{even}")).unwrap().unwrap());
+        assert!(render_training(&t).ends_with(
+            "Slowest:   none lately (every machine within 10 % of the median)\n\
+             \x20          no machine slowed the one step compared\n"
+        ));
+        t.slowed_steps.insert("lab-2".into(), 1);
+        assert!(render_training(&t).ends_with("           lab-2 slowed 1 of 1 step\n"));
     }
 }

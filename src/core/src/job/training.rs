@@ -17,8 +17,10 @@ pub const REPORT_PREFIX: &str = "partagpu-report ";
 pub const MAX_REPORT_LINE: usize = 4 << 10;
 /// Longest sentence or name kept from a report, characters.
 pub const MAX_REPORT_TEXT: usize = 400;
-/// Most machines counted in [`TrainingReport::slowest_counts`].
+/// Most machines counted in [`TrainingReport::slowed_steps`].
 pub const MAX_MACHINES: usize = 256;
+/// Most optimizer steps one window may compare.
+pub const MAX_WINDOW_STEPS: u32 = 100_000;
 
 /// The machine that slowed the steps of one report window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +55,13 @@ pub enum TrainingUpdate {
         /// The slowest machine of the window, when one is more than 10 % slower.
         #[serde(default)]
         slowest: Option<Slowest>,
+        /// The window's optimizer steps whose ranks' own work was compared one by one.
+        #[serde(default)]
+        compared_steps: u32,
+        /// Of those, how many each machine slowed: its own work of the step more than 10 %
+        /// over that step's median (a step where every machine kept up counts for none).
+        #[serde(default)]
+        slowed_steps: BTreeMap<String, u32>,
     },
     /// The measured result, one sentence, said at the end.
     Measured {
@@ -88,9 +97,12 @@ pub struct TrainingReport {
     /// The last window's slowest machine (none: every machine kept up).
     #[serde(default)]
     pub slowest: Option<Slowest>,
-    /// In how many windows each machine was the slowest.
+    /// Optimizer steps compared one by one, over every window.
     #[serde(default)]
-    pub slowest_counts: BTreeMap<String, u32>,
+    pub compared_steps: u64,
+    /// Of those, how many each machine slowed.
+    #[serde(default)]
+    pub slowed_steps: BTreeMap<String, u64>,
 }
 
 /// Why a report line was not taken.
@@ -135,6 +147,8 @@ pub fn parse_line(line: &str) -> Result<Option<TrainingUpdate>, ReportError> {
             world_size,
             strategy,
             slowest,
+            compared_steps,
+            slowed_steps,
             ..
         } => {
             if !step_s.is_finite() || *step_s < 0.0 || *step_s > 1e7 {
@@ -151,9 +165,25 @@ pub fn parse_line(line: &str) -> Result<Option<TrainingUpdate>, ReportError> {
                     return Err(ReportError::OutOfBounds("slowest"));
                 }
             }
+            check_slowed_steps(*compared_steps, slowed_steps)?;
         }
     }
     Ok(Some(update))
+}
+
+/// Counts that name a machine each and add up to at most the steps compared.
+fn check_slowed_steps(compared: u32, slowed: &BTreeMap<String, u32>) -> Result<(), ReportError> {
+    if compared > MAX_WINDOW_STEPS {
+        return Err(ReportError::OutOfBounds("compared_steps"));
+    }
+    for machine in slowed.keys() {
+        short(machine, "slowed_steps")?;
+    }
+    let total: u64 = slowed.values().map(|&count| u64::from(count)).sum();
+    if slowed.keys().any(String::is_empty) || total > u64::from(compared) {
+        return Err(ReportError::OutOfBounds("slowed_steps"));
+    }
+    Ok(())
 }
 
 impl TrainingReport {
@@ -168,30 +198,44 @@ impl TrainingReport {
                 world_size,
                 strategy,
                 slowest,
+                compared_steps,
+                slowed_steps,
             } => {
                 self.steps = step;
                 self.step_s = Some(step_s);
                 self.world_size = Some(world_size);
                 self.strategy = Some(strategy);
                 self.windows = self.windows.saturating_add(1);
-                if let Some(s) = &slowest {
-                    let known = self.slowest_counts.contains_key(&s.machine);
-                    if known || self.slowest_counts.len() < MAX_MACHINES {
-                        *self.slowest_counts.entry(s.machine.clone()).or_insert(0) += 1;
+                self.slowest = slowest;
+                self.compared_steps = self.compared_steps.saturating_add(compared_steps.into());
+                for (machine, count) in slowed_steps {
+                    let known = self.slowed_steps.contains_key(&machine);
+                    if known || self.slowed_steps.len() < MAX_MACHINES {
+                        let kept = self.slowed_steps.entry(machine).or_insert(0);
+                        *kept = kept.saturating_add(count.into());
                     }
                 }
-                self.slowest = slowest;
             }
         }
     }
 
-    /// The machine that was slowest most often, with its count.
+    /// The machines that slowed steps, most steps first (then by name), with their counts.
     #[must_use]
-    pub fn usual_straggler(&self) -> Option<(&str, u32)> {
-        self.slowest_counts
+    pub fn slowed_ranking(&self) -> Vec<(&str, u64)> {
+        let mut ranking: Vec<(&str, u64)> = self
+            .slowed_steps
             .iter()
-            .max_by_key(|(name, count)| (**count, std::cmp::Reverse(name.as_str())))
+            .filter(|(_, count)| **count > 0)
             .map(|(name, count)| (name.as_str(), *count))
+            .collect();
+        ranking.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        ranking
+    }
+
+    /// The machine that slowed the most steps, with their count.
+    #[must_use]
+    pub fn usual_straggler(&self) -> Option<(&str, u64)> {
+        self.slowed_ranking().first().copied()
     }
 }
 

@@ -74,8 +74,9 @@ fn finished_jobs_cannot_be_cancelled_and_artifacts_have_a_folder() {
     );
 }
 
-/// One report window: its step, seconds a step, and its slowest machine with its excess.
-type Window<'a> = (u64, f64, Option<(&'a str, u32)>);
+/// One report window of 10 steps: its step, seconds a step, its slowest machine with its
+/// excess, and the steps each machine slowed.
+type Window<'a> = (u64, f64, Option<(&'a str, u32)>, &'a [(&'a str, u32)]);
 
 fn training(windows: &[Window<'_>]) -> JobRecord {
     use partagpu_core::job::training::{Slowest, TrainingReport, TrainingUpdate};
@@ -83,7 +84,7 @@ fn training(windows: &[Window<'_>]) -> JobRecord {
     report.apply(TrainingUpdate::Plan {
         text: "predicted 2.7× on 3 machines with 8-step accumulation".into(),
     });
-    for &(step, step_s, slowest) in windows {
+    for &(step, step_s, slowest, slowed) in windows {
         report.apply(TrainingUpdate::Window {
             step,
             step_s,
@@ -94,6 +95,8 @@ fn training(windows: &[Window<'_>]) -> JobRecord {
                 excess_percent,
                 compared: "forward pass".into(),
             }),
+            compared_steps: 10,
+            slowed_steps: slowed.iter().map(|&(m, n)| (m.to_owned(), n)).collect(),
         });
     }
     let mut job = record("g", JobRole::Group, JobState::Running);
@@ -120,14 +123,17 @@ fn a_job_without_reports_has_no_training_rows() {
 
 #[test]
 fn a_training_shows_its_steps_and_its_straggler() {
-    let mut job = training(&[(10, 0.9, Some(("lab-3", 23))), (20, 0.84, Some(("lab-3", 31)))]);
+    let mut job = training(&[
+        (10, 0.9, Some(("lab-3", 23)), &[("lab-3", 8), ("lab-1", 1)]),
+        (20, 0.84, Some(("lab-3", 31)), &[("lab-3", 9)]),
+    ]);
     assert_eq!(
         steps_text(&job).as_deref(),
         Some("20 optimizer steps, 0.84 s each lately (3 processes, strategy accumulate8)")
     );
     assert_eq!(
         slowest_text(&job).as_deref(),
-        Some("lab-3 lately, 31 % slower than the median (forward pass) — slowest in 2 of 2 step reports")
+        Some("lab-3 lately, 31 % slower than the median (forward pass) — slowed 17 of 20 steps")
     );
     let report = job.training.as_mut().unwrap();
     report.measured = Some("measured 2.4× on 3 machines (efficiency 81 %)".into());
@@ -146,29 +152,42 @@ fn a_training_shows_its_steps_and_its_straggler() {
 
 #[test]
 fn when_every_machine_keeps_up_the_usual_straggler_is_still_named() {
-    let even = training(&[(10, 0.8, None)]);
+    let even = training(&[(10, 0.8, None, &[])]);
     assert_eq!(
         slowest_text(&even).as_deref(),
-        Some("None lately: every machine is within 10 % of the median")
+        Some("None lately: every machine is within 10 % of the median — no machine slowed any of the 10 steps compared")
     );
-    let caught_up = training(&[(10, 0.9, Some(("lab-3", 23))), (20, 0.8, None)]);
+    let caught_up = training(&[
+        (10, 0.9, Some(("lab-3", 23)), &[("lab-3", 7)]),
+        (20, 0.8, None, &[]),
+    ]);
     assert_eq!(
         slowest_text(&caught_up).as_deref(),
-        Some("None lately: every machine is within 10 % of the median — lab-3 was the slowest in 1 of 2 step reports")
+        Some("None lately: every machine is within 10 % of the median — lab-3 slowed 7 of 20 steps")
     );
     let other = training(&[
-        (10, 0.9, Some(("lab-3", 23))),
-        (20, 0.9, Some(("lab-3", 20))),
-        (30, 0.8, Some(("lab-2", 12))),
+        (10, 0.9, Some(("lab-3", 23)), &[("lab-3", 10)]),
+        (20, 0.9, Some(("lab-3", 20)), &[("lab-3", 6), ("lab-2", 2)]),
+        (30, 0.8, Some(("lab-2", 12)), &[("lab-2", 5), ("lab-3", 3)]),
     ]);
     assert_eq!(
         slowest_text(&other).as_deref(),
-        Some("lab-2 lately, 12 % slower than the median (forward pass) — lab-3 was the slowest in 2 of 3 step reports")
+        Some("lab-2 lately, 12 % slower than the median (forward pass) — lab-3 slowed 19 of 30 steps")
     );
-    let single = training(&[(10, 0.9, Some(("lab-3", 23)))]);
-    assert!(slowest_text(&single)
+}
+
+#[test]
+fn a_window_from_a_helper_that_compares_no_steps_says_only_the_latest() {
+    let mut job = training(&[(10, 0.9, Some(("lab-3", 23)), &[])]);
+    job.training.as_mut().unwrap().compared_steps = 0;
+    assert_eq!(
+        slowest_text(&job).as_deref(),
+        Some("lab-3 lately, 23 % slower than the median (forward pass)")
+    );
+    job.training.as_mut().unwrap().compared_steps = 1;
+    assert!(slowest_text(&job)
         .unwrap()
-        .ends_with("— slowest in 1 of 1 step report"));
+        .ends_with("— no machine slowed the 1 step compared"));
 }
 
 #[test]
