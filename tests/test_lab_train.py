@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from app_support import display, locale_dir, session_bus  # noqa: F401 (fixtures)
+from test_app_ui import LabMachine, snapshot
 from test_lab_fleet import wait_until
 from test_lab_jobs import job_processes
 from test_virtual_lab import LAB, LAB_DIR, REPO, lab, lab_ok, on, pid_alive, run  # noqa: F401
@@ -94,9 +96,11 @@ def test_the_unet_trains_on_three_machines_and_comes_back(train_lab, tmp_path):
     assert job_processes() == ""
 
 
-def test_a_machine_lending_less_cpu_is_charged_with_the_steps_it_held_back(train_lab, tmp_path):
+def test_a_machine_lending_less_cpu_is_charged_with_the_steps_it_held_back(train_lab, tmp_path, display,
+                                                                          session_bus, locale_dir):
     """Machine 3 lends a fifth of the CPU the others lend: every step waits for it, and the
-    report charges it, step by step, in the record, `job show` and the run's summary."""
+    report charges it, step by step, in the record, `job show`, the run's summary and the
+    app's My jobs (where the training, the newest job, is open)."""
     assert on(3, "partagpuctl", "limits", "set", "--cpu", "10").returncode == 0
     try:
         # 480 images in batches of 16 on 3 processes: 10 optimizer steps an epoch, 2 windows.
@@ -114,6 +118,12 @@ def test_a_machine_lending_less_cpu_is_charged_with_the_steps_it_held_back(train
     print("".join(line + "\n" for line in shown.splitlines() if line.startswith(("Steps:", "Slowest:", "    "))))
     assert re.search(r"\n {11}lab-3 slowed (1[6-9]|20) of 20 steps", shown), shown
     assert re.search(r"slowest machine: lab-3 \(slowed (1[6-9]|20) of 20 steps\)", result.stderr), result.stderr[-2000:]
+    charged = {"en": ("Slowest machine", r"lab-3 lately, .* — slowed (1[6-9]|20) of 20 steps"),
+               "fr": ("Machine la plus lente",
+                      r"lab-3 ces derniers temps, .* \(passe avant\) — a ralenti (1[6-9]|20) pas sur 20")}
+    for language, (row, line) in charged.items():
+        text = snapshot(LabMachine(1), display, session_bus, locale_dir, language, "jobs", prefix="training-")
+        assert row in text and re.search(line, text), text
 
 
 def test_nodes_auto_predicts_before_launch_and_reports_the_measured_speedup(train_lab, tmp_path):

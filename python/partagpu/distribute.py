@@ -200,9 +200,9 @@ def follow(job: Job, timeout: float | None = None,
     shown = "; ".join(f"{a['name']} ({format_bytes(int(a['size']))}) saved to {a['path']}"
                       for a in job.artifacts if "path" in a)
     _say(f"job {job.handle} succeeded on {where}{took}" + (f"; {shown}" if saved else ""))
-    straggler = stragglers.usual_straggler(info.get("training"))
-    if straggler:
-        _say(f"slowest machine: {straggler}")
+    steps = stragglers.steps_line(info.get("training"))
+    if steps:
+        _say(steps)
     return record
 
 

@@ -77,6 +77,7 @@ def slowest(per_rank: list[dict[str, Any]]) -> tuple[dict[str, Any], float, str]
     excess = values[worst] / middle - 1
     if excess <= SLOW_MARGIN:
         return None
+    # The app translates these two phrases (src/app/src/pages/jobs/model.rs).
     return per_rank[worst], excess, "compute of a micro-step" if key == "local_step_s" else "forward pass"
 
 
@@ -122,11 +123,22 @@ def window(per_rank: list[dict[str, Any]], step: int, step_s: float, world_size:
             "strategy": strategy, "slowest": slow, "compared_steps": compared, "slowed_steps": counts}
 
 
-def usual_straggler(training: dict[str, Any] | None) -> str | None:
-    """From a job record's ``training``: "lab-3 (slowed 110 of 120 steps)", or None."""
+def steps_line(training: dict[str, Any] | None) -> str | None:
+    """From a job record's ``training``, what the summary says of the steps compared:
+    "slowest machine: lab-3 (slowed 110 of 120 steps)" when one machine held back most of
+    them; else how many each held back, since short steps on busy machines are each a little
+    late somewhere ("no machine slowed most of the 20 steps compared (lab-2 6, lab-1 5)");
+    None before any step was compared."""
     counts = {name: int(n) for name, n in ((training or {}).get("slowed_steps") or {}).items() if n}
     compared = int((training or {}).get("compared_steps") or 0)
-    if not counts or not compared:
+    if not compared:
         return None
-    name, count = min(counts.items(), key=lambda item: (-item[1], item[0]))
-    return f"{name} (slowed {count} of {compared} step{'s' if compared > 1 else ''})"
+    ranking = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if ranking and 2 * ranking[0][1] > compared:
+        name, count = ranking[0]
+        return f"slowest machine: {name} (slowed {count} of {compared} step{'s' if compared > 1 else ''})"
+    if not ranking:
+        return "no machine slowed the one step compared" if compared == 1 else \
+            f"no machine slowed any of the {compared} steps compared"
+    held = ", ".join(f"{name} {count}" for name, count in ranking)
+    return f"no machine slowed most of the {compared} steps compared ({held})"

@@ -85,15 +85,21 @@ def test_report_lines_are_printed_only_inside_a_training(capsys, monkeypatch):
     assert json.loads(out[len(stragglers.REPORT_PREFIX):]) == {"kind": "plan", "text": "predicted 2.7×"}
 
 
-def test_the_usual_straggler_slowed_the_most_steps():
-    assert stragglers.usual_straggler(None) is None
-    assert stragglers.usual_straggler({"windows": 4, "compared_steps": 40, "slowed_steps": {}}) is None
+def test_the_summary_names_a_machine_only_when_it_slowed_most_steps():
+    assert stragglers.steps_line(None) is None
+    assert stragglers.steps_line({"windows": 3, "slowest_counts": {"lab-3": 2}}) is None, "a record from before"
     training = {"windows": 12, "compared_steps": 120, "slowed_steps": {"lab-2": 4, "lab-3": 110}}
-    assert stragglers.usual_straggler(training) == "lab-3 (slowed 110 of 120 steps)"
-    tie = {"windows": 1, "compared_steps": 1, "slowed_steps": {"lab-3": 1, "lab-2": 1}}
-    assert stragglers.usual_straggler(tie) == "lab-2 (slowed 1 of 1 step)"
-    older = {"windows": 3, "slowest_counts": {"lab-3": 2}}  # a record from before steps were compared
-    assert stragglers.usual_straggler(older) is None
+    assert stragglers.steps_line(training) == "slowest machine: lab-3 (slowed 110 of 120 steps)"
+    one = {"windows": 1, "compared_steps": 1, "slowed_steps": {"lab-2": 1}}
+    assert stragglers.steps_line(one) == "slowest machine: lab-2 (slowed 1 of 1 step)"
+    # Even machines: every step is a little late somewhere, and nobody is called the slowest.
+    even = {"windows": 2, "compared_steps": 20, "slowed_steps": {"lab-1": 5, "lab-2": 6, "lab-3": 5}}
+    assert stragglers.steps_line(even) == "no machine slowed most of the 20 steps compared (lab-2 6, lab-1 5, lab-3 5)"
+    half = {"windows": 1, "compared_steps": 10, "slowed_steps": {"lab-3": 5}}
+    assert stragglers.steps_line(half) == "no machine slowed most of the 10 steps compared (lab-3 5)"
+    kept_up = {"windows": 1, "compared_steps": 10, "slowed_steps": {}}
+    assert stragglers.steps_line(kept_up) == "no machine slowed any of the 10 steps compared"
+    assert stragglers.steps_line(dict(kept_up, compared_steps=1)) == "no machine slowed the one step compared"
 
 
 def test_a_summary_tells_machines_that_left_from_those_that_came_back():
@@ -108,7 +114,7 @@ def test_a_summary_tells_machines_that_left_from_those_that_came_back():
     info = Job("h", record, transport=object()).summary()
     assert info["machines"] == ["lab-1", "lab-2", "lab-3"] and info["processes"] == 3
     assert info["lost"] == ["lab-3"] and info["rejoined"] == ["lab-2"]
-    assert stragglers.usual_straggler(info["training"]) == "lab-3 (slowed 24 of 30 steps)"
+    assert stragglers.steps_line(info["training"]) == "slowest machine: lab-3 (slowed 24 of 30 steps)"
 
 
 def test_a_summary_of_a_training_that_started_again_gives_each_machine_its_newest_part():

@@ -232,10 +232,14 @@ impl TrainingReport {
         ranking
     }
 
-    /// The machine that slowed the most steps, with their count.
+    /// The machine that slowed most of the steps compared (more than half), with their
+    /// count. On even machines every step is a little late somewhere: none is then named.
     #[must_use]
     pub fn usual_straggler(&self) -> Option<(&str, u64)> {
-        self.slowed_ranking().first().copied()
+        self.slowed_ranking()
+            .first()
+            .copied()
+            .filter(|(_, count)| count.saturating_mul(2) > self.compared_steps)
     }
 }
 

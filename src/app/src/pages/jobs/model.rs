@@ -9,7 +9,7 @@ use partagpu_core::job::record::{JobRecord, JobRole};
 use partagpu_core::job::state::JobState;
 
 use crate::format::{self, short_id};
-use crate::i18n::{i18n_f, ni18n_f};
+use crate::i18n::{i18n, i18n_f, ni18n_f};
 
 /// Most log text kept on screen; older text is dropped from the top.
 pub const MAX_LOG_CHARS: usize = 1 << 20;
@@ -173,7 +173,7 @@ pub fn steps_text(record: &JobRecord) -> Option<String> {
 }
 
 /// "lab-3 lately, 31 % slower than the median (forward pass) — slowed 17 of 20 steps", or
-/// that none was slow, once a window of steps was reported.
+/// that none was slow lately or slowed most steps, once a window of steps was reported.
 #[must_use]
 pub fn slowest_text(record: &JobRecord) -> Option<String> {
     let training = record.training.as_ref()?;
@@ -187,7 +187,7 @@ pub fn slowest_text(record: &JobRecord) -> Option<String> {
             &[
                 &slow.machine,
                 &format!("{} %", slow.excess_percent),
-                &slow.compared,
+                &compared_text(&slow.compared),
             ],
         ),
         None => i18n_f(
@@ -201,12 +201,23 @@ pub fn slowest_text(record: &JobRecord) -> Option<String> {
     let compared = u32::try_from(training.compared_steps).unwrap_or(u32::MAX);
     let total = training.compared_steps.to_string();
     let Some((usual, count)) = training.usual_straggler() else {
-        return Some(ni18n_f(
-            "{} — no machine slowed the {} step compared",
-            "{} — no machine slowed any of the {} steps compared",
-            compared,
-            &[&now, &total],
-        ));
+        return Some(if training.slowed_ranking().is_empty() {
+            ni18n_f(
+                "{} — no machine slowed the {} step compared",
+                "{} — no machine slowed any of the {} steps compared",
+                compared,
+                &[&now, &total],
+            )
+        } else {
+            // Every step is a little late somewhere: naming the one most often late would
+            // make a straggler of noise (`partagpuctl job show` gives every count).
+            ni18n_f(
+                "{} — no machine slowed most of the {} step compared",
+                "{} — no machine slowed most of the {} steps compared",
+                compared,
+                &[&now, &total],
+            )
+        });
     };
     let count = count.to_string();
     Some(
@@ -230,6 +241,16 @@ pub fn slowest_text(record: &JobRecord) -> Option<String> {
             )
         },
     )
+}
+
+/// What the helper compared, in the user's language: it sends one of two English phrases
+/// (`partagpu/stragglers.py`); anything else is shown as it came.
+fn compared_text(compared: &str) -> String {
+    match compared {
+        "forward pass" => i18n("forward pass"),
+        "compute of a micro-step" => i18n("compute of a micro-step"),
+        other => other.to_owned(),
+    }
 }
 
 /// A group job's machines with the parts that were lost or preempted marked:

@@ -158,12 +158,17 @@ fn when_every_machine_keeps_up_the_usual_straggler_is_still_named() {
         Some("None lately: every machine is within 10 % of the median — no machine slowed any of the 10 steps compared")
     );
     let caught_up = training(&[
-        (10, 0.9, Some(("lab-3", 23)), &[("lab-3", 7)]),
-        (20, 0.8, None, &[]),
+        (10, 0.9, Some(("lab-3", 23)), &[("lab-3", 10)]),
+        (20, 0.8, None, &[("lab-3", 1)]),
     ]);
     assert_eq!(
         slowest_text(&caught_up).as_deref(),
-        Some("None lately: every machine is within 10 % of the median — lab-3 slowed 7 of 20 steps")
+        Some("None lately: every machine is within 10 % of the median — lab-3 slowed 11 of 20 steps")
+    );
+    let noise = training(&[(10, 0.8, None, &[("lab-1", 3), ("lab-2", 4), ("lab-3", 3)])]);
+    assert_eq!(
+        slowest_text(&noise).as_deref(),
+        Some("None lately: every machine is within 10 % of the median — no machine slowed most of the 10 steps compared")
     );
     let other = training(&[
         (10, 0.9, Some(("lab-3", 23)), &[("lab-3", 10)]),

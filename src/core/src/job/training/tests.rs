@@ -46,6 +46,20 @@ fn reports_fold_into_the_training_and_count_who_was_slowest() {
 }
 
 #[test]
+fn a_machine_is_the_usual_straggler_only_when_it_slowed_most_steps() {
+    let mut report = TrainingReport::default();
+    let even = window(10, None, &[("lab-1", 3), ("lab-2", 4), ("lab-3", 3)]);
+    report.apply(parse_line(&even).unwrap().unwrap());
+    assert_eq!(report.usual_straggler(), None);
+    assert_eq!(
+        report.slowed_ranking(),
+        [("lab-2", 4), ("lab-1", 3), ("lab-3", 3)]
+    );
+    report.apply(parse_line(&window(20, None, &[("lab-2", 7)])).unwrap().unwrap());
+    assert_eq!(report.usual_straggler(), Some(("lab-2", 11)));
+}
+
+#[test]
 fn a_window_from_a_helper_that_does_not_compare_steps_still_reads() {
     let older = r#"{"kind":"window","step":10,"step_s":0.9,"world_size":2,"strategy":"none"}"#;
     let mut report = TrainingReport::default();
