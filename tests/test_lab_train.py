@@ -100,7 +100,8 @@ def test_a_machine_lending_less_cpu_is_charged_with_the_steps_it_held_back(train
                                                                           session_bus, locale_dir):
     """Machine 3 lends a fifth of the CPU the others lend: every step waits for it, and the
     report charges it, step by step, in the record, `job show`, the run's summary and the
-    app's My jobs (where the training, the newest job, is open)."""
+    app's My jobs (where the training, the newest job, is open, and its parts are not
+    listed apart)."""
     assert on(3, "partagpuctl", "limits", "set", "--cpu", "10").returncode == 0
     try:
         # 480 images in batches of 16 on 3 processes: 10 optimizer steps an epoch, 2 windows.
@@ -124,6 +125,7 @@ def test_a_machine_lending_less_cpu_is_charged_with_the_steps_it_held_back(train
     for language, (row, line) in charged.items():
         text = snapshot(LabMachine(1), display, session_bus, locale_dir, language, "jobs", prefix="training-")
         assert row in text and re.search(line, text), text
+        assert "torchrun --nnodes" not in text, "a training is one job there, not one per part"
 
 
 def test_nodes_auto_predicts_before_launch_and_reports_the_measured_speedup(train_lab, tmp_path):

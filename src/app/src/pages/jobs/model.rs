@@ -2,6 +2,7 @@
 //! The My jobs page without widgets: which jobs are mine, which one is open, and its log
 //! as it grows.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use partagpu_client::LogChunk;
@@ -38,11 +39,19 @@ pub struct JobsModel {
 }
 
 impl JobsModel {
-    /// Every job known here; the page keeps those submitted from here.
+    /// Every job known here; the page keeps those submitted from here. A training's parts
+    /// are left out: the training's own row has their machines, joined output, artifacts and
+    /// cancel, and a student who started one training should see one job.
     pub fn set_jobs(&mut self, jobs: Vec<JobRecord>) {
+        let parts: HashSet<String> = jobs
+            .iter()
+            .filter(|job| job.role == JobRole::Group)
+            .flat_map(|group| group.parts.iter().map(|part| part.job.clone()))
+            .collect();
         self.mine = jobs
             .into_iter()
             .filter(|job| matches!(job.role, JobRole::Submitted | JobRole::Both | JobRole::Group))
+            .filter(|job| !parts.contains(&job.job))
             .collect();
     }
 

@@ -35,6 +35,33 @@ fn only_jobs_submitted_from_here_are_mine() {
 }
 
 #[test]
+fn a_training_is_one_job_not_one_per_part() {
+    use partagpu_core::job::record::JobPart;
+    let mut group = record("g", JobRole::Group, JobState::Running);
+    group.parts = ["p0", "p1"]
+        .iter()
+        .enumerate()
+        .map(|(rank, handle)| JobPart {
+            job: (*handle).to_owned(),
+            node: format!("node-{rank}"),
+            node_name: format!("lab-{}", rank + 1),
+            node_rank: u32::try_from(rank).unwrap(),
+            processes: 1,
+            state: JobState::Running,
+        })
+        .collect();
+    let mut model = JobsModel::default();
+    model.set_jobs(vec![
+        group,
+        record("p0", JobRole::Both, JobState::Running),
+        record("p1", JobRole::Submitted, JobState::Running),
+        record("alone", JobRole::Submitted, JobState::Running),
+    ]);
+    let handles: Vec<&str> = model.mine().iter().map(|j| j.job.as_str()).collect();
+    assert_eq!(handles, ["g", "alone"]);
+}
+
+#[test]
 fn the_log_grows_and_a_stale_read_is_ignored() {
     let mut model = JobsModel::default();
     model.set_jobs(vec![record("a", JobRole::Submitted, JobState::Running)]);
