@@ -149,12 +149,7 @@ class Trainer:
 
     def sync_step_times(self, skip: int = 1) -> list[float]:
         """Seconds of each optimizer step (its k micro-steps), after ``skip`` warm-up ones."""
-        out, total = [], 0.0
-        for micro in self.timings:
-            total += micro.forward_s + micro.backward_s + micro.optimizer_s
-            if micro.synced:
-                out.append(total)
-                total = 0.0
+        out = stragglers.per_optimizer_step(self.timings, lambda m: m.forward_s + m.backward_s + m.optimizer_s)
         return out[skip:] if len(out) > skip else out
 
     def write_report(self, path: str | None = None) -> None:

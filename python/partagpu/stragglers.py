@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
-from typing import Any
+from typing import Any, Callable
 
 RECENT_MICRO_STEPS = 20
 SLOW_MARGIN = 0.10  # under 10 % above the median, nobody is called slow
@@ -37,17 +37,29 @@ def local_times(timings: list[Any]) -> dict[str, Any]:
     }
 
 
+def per_optimizer_step(timings: list[Any], cost: Callable[[Any], float]) -> list[float]:
+    """The sum of ``cost`` over the micro-steps of each optimizer step (each ends with the
+    synced one); micro-steps after the last synced one are left out."""
+    steps, total = [], 0.0
+    for micro in timings:
+        total += cost(micro)
+        if micro.synced:
+            steps.append(total)
+            total = 0.0
+    return steps
+
+
 def step_work(timings: list[Any]) -> list[float]:
     """This rank's own work in each optimizer step: every forward pass, the backward passes
     that do not synchronise, and the optimizer (the synchronising backward waits for the
     others, so it would make every rank look as slow as the slowest)."""
-    steps, work = [], 0.0
-    for micro in timings:
-        work += micro.forward_s + micro.optimizer_s + (0.0 if micro.synced else micro.backward_s)
-        if micro.synced:
-            steps.append(work)
-            work = 0.0
-    return steps
+    return per_optimizer_step(
+        timings, lambda m: m.forward_s + m.optimizer_s + (0.0 if m.synced else m.backward_s))
+
+
+def _ranking(counts: dict[str, int]) -> list[tuple[str, int]]:
+    """Machines by the steps they slowed, most first, then by name."""
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
 def gather(timings: list[Any], steps: int = 0) -> list[dict[str, Any]]:
@@ -95,8 +107,7 @@ def slowed_steps(per_rank: list[dict[str, Any]]) -> tuple[int, dict[str, int]]:
         if middle > 0 and values[worst] / middle - 1 > SLOW_MARGIN:
             name = machine_of(per_rank[worst])
             counts[name] = counts.get(name, 0) + 1
-    kept = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:MOST_NAMED]
-    return compared, dict(kept)
+    return compared, dict(_ranking(counts)[:MOST_NAMED])
 
 
 def machine_of(entry: dict[str, Any]) -> str:
@@ -133,7 +144,7 @@ def steps_line(training: dict[str, Any] | None) -> str | None:
     compared = int((training or {}).get("compared_steps") or 0)
     if not compared:
         return None
-    ranking = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ranking = _ranking(counts)
     if ranking and 2 * ranking[0][1] > compared:
         name, count = ranking[0]
         return f"slowest machine: {name} (slowed {count} of {compared} step{'s' if compared > 1 else ''})"
