@@ -11,7 +11,7 @@ use partagpu_core::room::{CodeError, Language, RoomCode, RoomId};
 use crate::discovery::{Discovery, VisibleRoom};
 use crate::fleet::link::{self, PeerHello};
 use crate::peer::client::{dial, DialError};
-use crate::peer::session::Side;
+use crate::peer::session::{self, Side};
 use crate::peer::PeerContext;
 use crate::room::{self, ActiveRoom, RoomError, RoomState};
 
@@ -220,6 +220,11 @@ impl Membership {
                     }
                     self.room.install(joined.clone())?;
                     tracing::info!(room = %room_id, epoch, via = %member, "joined the room");
+                    // The pins start empty in a new room: the member that proved the code is
+                    // the first (it was not checked against the old room's, see `Pinning`).
+                    // Only a storage error can fail here, already logged: the member is then
+                    // pinned at its next session.
+                    let _ = session::pin_and_report(&self.peer, &dialled.node, member, Side::Client);
                     self.announce();
                     // The session that proved the code becomes the first member link.
                     let context = Arc::clone(&self.peer);

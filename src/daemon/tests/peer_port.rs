@@ -7,7 +7,7 @@ mod support;
 use partagpu_core::protocol::RecordType;
 use partagpu_daemon::peer::client::{dial, DialError};
 use partagpu_daemon::peer::server::ROOM_CHANGED;
-use partagpu_daemon::room::rotated;
+use partagpu_daemon::room::{rotated, PinOutcome};
 use support::{room_with_code, wrong_code, Machine, RawClient};
 
 #[tokio::test]
@@ -15,16 +15,59 @@ async fn the_right_code_opens_a_session_and_both_sides_pin_each_other() {
     let (server, joiner) = (Machine::new(), Machine::new());
     let code = server.create_room();
     let addr = server.listen().await;
-    let dialled = dial(addr, &room_with_code(&server, code), &joiner.context)
+    let dialled = dial(addr, &room_with_code(&server, code.clone()), &joiner.context)
         .await
         .unwrap();
     assert_eq!(dialled.hello.room.label.as_deref(), Some("Salle B12"));
     assert_eq!(dialled.hello.room.epoch, 0);
     assert_eq!(dialled.node.node_id.to_hex(), server.room.info().node_id);
     assert!(server.wait_for("new-machine").await, "{:?}", server.kinds());
+    assert_eq!(server.room.pinned(), [joiner.room.info().node_id]);
+    // A dial into a room the joiner is not in pins nothing yet: pins belong to a room.
+    assert!(joiner.room.pinned().is_empty() && joiner.kinds().is_empty());
+    drop(dialled);
+    // The join pins the member it went through, in the room it joined.
+    let room = server.room.current().unwrap();
+    let resolved = (room.room_id, room.epoch, room.label.clone(), vec![addr]);
+    let (joined, via) = joiner.membership().join_with(code, resolved, None).await.unwrap();
+    assert_eq!((joined.room_id, via), (room.room_id, addr));
     assert_eq!(joiner.kinds(), ["new-machine"]);
     assert_eq!(joiner.room.pinned(), [server.room.info().node_id]);
-    assert_eq!(server.room.pinned(), [joiner.room.info().node_id]);
+}
+
+#[tokio::test]
+async fn a_machine_moving_into_another_room_is_not_held_to_the_pins_of_its_old_one() {
+    // A lab PC imaged again (a new identity key) that booted cut off made its own room with
+    // the configured code; a member of the lab's room knew its old key at that address.
+    let (lab, reimaged) = (Machine::new(), Machine::new());
+    lab.create_room();
+    let code = reimaged.create_room();
+    let addr = reimaged.listen().await;
+    let old_key = Machine::new().room.identity().public_key();
+    lab.room.pin(&old_key, &addr.to_string(), true, 0).unwrap();
+    let own = reimaged.room.current().unwrap();
+    let resolved = (own.room_id, own.epoch, own.label.clone(), vec![addr]);
+    let from = lab.room.current().unwrap().room_id;
+    lab.membership()
+        .join_with(code, resolved, Some(from))
+        .await
+        .unwrap();
+    assert_eq!(lab.room.current().unwrap().room_id, own.room_id);
+    assert_eq!(lab.room.pinned(), [reimaged.room.info().node_id]);
+    assert!(
+        !lab.kinds().contains(&"key-changed".to_owned()),
+        "{:?}",
+        lab.kinds()
+    );
+    // A member of that room now, it checks its new pins when it dials there again.
+    let joined = lab.room.current().unwrap();
+    assert!(dial(addr, &joined, &lab.context).await.is_ok());
+    let new_machines = lab.kinds().iter().filter(|k| *k == "new-machine").count();
+    assert_eq!(new_machines, 1, "{:?}", lab.kinds());
+    assert_eq!(
+        lab.room.pin(&old_key, &addr.to_string(), true, 1).unwrap(),
+        PinOutcome::Changed
+    );
 }
 
 #[tokio::test]
@@ -87,6 +130,8 @@ async fn a_changed_key_at_a_pinned_address_is_refused_and_alerted() {
     // an impostor who knows the code, looks like at an address where `first` was pinned.
     second.room.install(first.room.current().unwrap()).unwrap();
     let addr = second.listen().await;
+    // The joiner is a member too: it knew `first` at that address.
+    joiner.room.install(first.room.current().unwrap()).unwrap();
     let first_key = first.room.identity().public_key();
     joiner.room.pin(&first_key, &addr.to_string(), true, 0).unwrap();
     let error = dial(addr, &room_with_code(&first, code), &joiner.context)

@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 use tokio::time::{timeout_at, Instant};
 
 use super::control::{parse_server_hello, ClientHelloBody, ServerHelloBody};
-use super::session::{authenticate, AuthFailure, Side};
+use super::session::{authenticate, AuthFailure, Pinning, Side};
 use super::throttle::Admission;
 use super::wire::{read_exact_before, write_before, Channel, WireError};
 use super::PeerContext;
@@ -132,7 +132,8 @@ pub async fn dial_for(
         .send_raw(&first_flight)
         .await
         .map_err(|e| wire_to_dial(addr, e))?;
-    let node = authenticate(&mut channel, context, Side::Client, deadline)
+    let pinning = Pinning::for_dial(context, room.room_id);
+    let node = authenticate(&mut channel, context, Side::Client, pinning, deadline)
         .await
         .map_err(|failure| DialError::Auth(addr, failure))?;
     context

@@ -14,7 +14,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
 use super::events::kinds;
-use super::session::{authenticate, run_control, Side};
+use super::session::{authenticate, run_control, Pinning, Side};
 use super::slots::NoSlot;
 use super::throttle::Admission;
 use super::wire::{read_exact_before, write_before, Channel, WireError};
@@ -148,7 +148,15 @@ async fn handle(mut stream: TcpStream, peer: SocketAddr, context: &Arc<PeerConte
         Err(_) => return wrong_code("its key confirmation did not match"),
     };
     let mut channel = Channel::new(stream, session, peer);
-    let Ok(node) = authenticate(&mut channel, context, Side::Server, handshake_deadline).await else {
+    let Ok(node) = authenticate(
+        &mut channel,
+        context,
+        Side::Server,
+        Pinning::Now,
+        handshake_deadline,
+    )
+    .await
+    else {
         return;
     };
     drop(slot);

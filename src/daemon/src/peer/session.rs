@@ -2,9 +2,11 @@
 //! An authenticated session: node authentication and pinning (PGR/1 §5, §7.3), then the
 //! server's HELLO before the member link takes over (§7.3, §7.5).
 
+use std::net::SocketAddr;
+
 use partagpu_core::journal::Severity;
 use partagpu_core::protocol::{RecordError, RecordType, VerifiedNode};
-use partagpu_core::room::fingerprint;
+use partagpu_core::room::{fingerprint, RoomId};
 use tokio::time::Instant;
 
 use super::control::{parse_client_hello, RoomFacts, ServerHelloBody, VERSION};
@@ -62,8 +64,30 @@ pub fn report_wire_error(context: &PeerContext, channel_peer: &str, node_id: &st
     );
 }
 
-/// Exchanges NODE_AUTH records and applies TOFU. The client's record went out with CF; the
-/// server sends its own only after checking the client's (§7.2).
+/// When a session's peer is checked against the pins (TOFU, §5.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pinning {
+    /// A session of this machine's room: checked and pinned during authentication.
+    Now,
+    /// A dial into a room this machine is not in (a join, a merge of configured rooms). Pins
+    /// belong to a room (joining another forgets them), so this room's pins say nothing about
+    /// that one's members: the member joined through is pinned once the join is done.
+    AfterJoin,
+}
+
+impl Pinning {
+    /// How a dial for `room_id` is checked: against the pins only if it is this machine's room.
+    #[must_use]
+    pub fn for_dial(context: &PeerContext, room_id: RoomId) -> Self {
+        match context.room.current() {
+            Some(current) if current.room_id == room_id => Self::Now,
+            _ => Self::AfterJoin,
+        }
+    }
+}
+
+/// Exchanges NODE_AUTH records and applies TOFU as `pinning` says. The client's record went
+/// out with CF; the server sends its own only after checking the client's (§7.2).
 ///
 /// # Errors
 /// [`AuthFailure`], after journalling it.
@@ -71,6 +95,7 @@ pub async fn authenticate(
     channel: &mut Channel,
     context: &PeerContext,
     side: Side,
+    pinning: Pinning,
     deadline: Instant,
 ) -> Result<VerifiedNode, AuthFailure> {
     let source = channel.peer.ip().to_string();
@@ -94,42 +119,12 @@ pub async fn authenticate(
             return Err(AuthFailure::Invalid);
         }
     };
-    let node_id = node.node_id.to_hex();
-    let dialled = side == Side::Client;
-    let outcome = context
-        .room
-        .pin(&node.public_key, &channel.peer.to_string(), dialled, now_ms());
-    match outcome {
-        Ok(PinOutcome::Known) => {}
-        Ok(PinOutcome::New) => context.reporter.report(
-            Severity::Info,
-            kinds::NEW_MACHINE,
-            &source,
-            &node_id,
-            format!(
-                "A machine joined this machine's trust for the first time; its fingerprint is: {}.",
-                fingerprint(&node.public_key)
-            ),
-        ),
-        Ok(PinOutcome::Changed) => {
-            context.reporter.report(
-                Severity::Critical,
-                kinds::KEY_CHANGED,
-                &source,
-                &node_id,
-                format!(
-                    "The machine at {} shows a different identity key than before (new fingerprint: {}). \
-                     It was refused. If it was reinstalled, make this machine leave and rejoin the room.",
-                    channel.peer,
-                    fingerprint(&node.public_key)
-                ),
-            );
-            channel.writer.close("identity changed").await;
-            return Err(AuthFailure::KeyChanged);
-        }
-        Err(error) => {
-            tracing::error!(%error, "cannot save a pinned machine; refusing the session");
-            return Err(AuthFailure::Storage);
+    if pinning == Pinning::Now {
+        if let Err(failure) = pin_and_report(context, &node, channel.peer, side) {
+            if failure == AuthFailure::KeyChanged {
+                channel.writer.close("identity changed").await;
+            }
+            return Err(failure);
         }
     }
     if side == Side::Server {
@@ -144,6 +139,60 @@ pub async fn authenticate(
             .map_err(|_| AuthFailure::Ended)?;
     }
     Ok(node)
+}
+
+/// Compares `node`'s key with the pins of this machine's room, pins it when new, and journals
+/// a new machine or a changed key. `address` is the peer's; `side` says who dialled (a dialled
+/// address is the identity the machine was expected under, §5.3).
+///
+/// # Errors
+/// [`AuthFailure::KeyChanged`] (journalled; the caller closes) or [`AuthFailure::Storage`].
+pub fn pin_and_report(
+    context: &PeerContext,
+    node: &VerifiedNode,
+    address: SocketAddr,
+    side: Side,
+) -> Result<(), AuthFailure> {
+    let source = address.ip().to_string();
+    let node_id = node.node_id.to_hex();
+    let dialled = side == Side::Client;
+    let outcome = context
+        .room
+        .pin(&node.public_key, &address.to_string(), dialled, now_ms());
+    match outcome {
+        Ok(PinOutcome::Known) => Ok(()),
+        Ok(PinOutcome::New) => {
+            context.reporter.report(
+                Severity::Info,
+                kinds::NEW_MACHINE,
+                &source,
+                &node_id,
+                format!(
+                    "A machine joined this machine's trust for the first time; its fingerprint is: {}.",
+                    fingerprint(&node.public_key)
+                ),
+            );
+            Ok(())
+        }
+        Ok(PinOutcome::Changed) => {
+            context.reporter.report(
+                Severity::Critical,
+                kinds::KEY_CHANGED,
+                &source,
+                &node_id,
+                format!(
+                    "The machine at {address} shows a different identity key than before (new fingerprint: {}). \
+                     It was refused. If it was reinstalled, make this machine leave and rejoin the room.",
+                    fingerprint(&node.public_key)
+                ),
+            );
+            Err(AuthFailure::KeyChanged)
+        }
+        Err(error) => {
+            tracing::error!(%error, "cannot save a pinned machine; refusing the session");
+            Err(AuthFailure::Storage)
+        }
+    }
 }
 
 /// Serves a control session as the server: the client's HELLO first, then the member link

@@ -15,6 +15,7 @@ use partagpu_core::room::{Language, RoomCode};
 use partagpu_core::{CpuInfo, GpuProbeStatus, LoadAverage, MemoryInfo, SharingState};
 use partagpu_daemon::fleet::Fleet;
 use partagpu_daemon::journal::SecurityJournal;
+use partagpu_daemon::membership::Membership;
 use partagpu_daemon::peer::events::Reporter;
 use partagpu_daemon::peer::slots::SlotLimits;
 use partagpu_daemon::peer::throttle::Limits;
@@ -100,6 +101,15 @@ impl Machine {
         let (room, code) = fresh_room("Salle B12".into(), Language::English);
         self.room.install(room).unwrap();
         code
+    }
+
+    /// Its room operations (no mDNS).
+    pub fn membership(&self) -> Membership {
+        Membership {
+            room: Arc::clone(&self.room),
+            peer: Arc::clone(&self.context),
+            discovery: None,
+        }
     }
 
     /// Starts the listener.
