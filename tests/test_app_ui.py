@@ -124,6 +124,8 @@ def test_every_page_shows_real_values(room_lab, display, session_bus, locale_dir
     sharing = texts["sharing"]
     assert "lab-1" in sharing and "NVIDIA RTX A4000" in sharing
     assert "slider: 40" in sharing and f"slider: {2 * GIB}" in sharing and "slider: 30" in sharing
+    # Numbers are written the language's way: "2.0 GiB" lent, "2,0 GiB" in French.
+    assert ("2.0 GiB" if language == "en" else "2,0 GiB") in sharing, sharing
     # Running here: the job machine 3 sent, not the one machine 1 sent to lab-2.
     assert "python3 lent.py" in sharing and "lab-3" in sharing and "python3 job.py" not in sharing
     room = texts["room"]

@@ -56,6 +56,27 @@ pub fn job_state(state: JobState) -> String {
     }
 }
 
+/// Puts the UI language's decimal separator into a number written the Rust way ("0.69").
+/// It follows the translation, not `LC_NUMERIC`: a desktop may set `LANGUAGE=fr` with an
+/// English `LANG`, and "récemment 0.69 s" would then mix two languages in one sentence.
+fn localized(number: &str) -> String {
+    // Translators: the decimal separator, as in "0.69 s" or "8.0 GiB" (a comma in French).
+    let separator = i18n(".");
+    number.replacen('.', &separator, 1)
+}
+
+/// `value` with `places` decimals: "0.69", "0,69" in French.
+#[must_use]
+pub fn decimal(value: f64, places: usize) -> String {
+    localized(&format!("{value:.places$}"))
+}
+
+/// A size in binary units: "8.0 GiB", "8,0 GiB" in French.
+#[must_use]
+pub fn size(bytes: u64) -> String {
+    localized(&format_size(bytes))
+}
+
 /// "CPU 50 % · RAM 8.0 GiB · GPU 50 %".
 #[must_use]
 pub fn lends(limits: &Limits) -> String {
@@ -63,7 +84,7 @@ pub fn lends(limits: &Limits) -> String {
         "CPU {} % · RAM {} · GPU {} %",
         &[
             &limits.cpu_percent.to_string(),
-            &format_size(limits.ram_bytes),
+            &size(limits.ram_bytes),
             &limits.gpu_percent.to_string(),
         ],
     )
@@ -119,6 +140,14 @@ mod tests {
         assert_eq!(span(300_000), "5 min");
         assert_eq!(span(3 * 3_600_000), "3 h");
         assert_eq!(span(3 * 86_400_000), "3 d");
+    }
+
+    #[test]
+    fn numbers_take_the_separator_of_the_language() {
+        // No translation is bound in unit tests: English. French is in tests/test_app_ui.py.
+        assert_eq!(decimal(0.694, 2), "0.69");
+        assert_eq!(size(2 << 30), "2.0 GiB");
+        assert_eq!(size(512), "512 B");
     }
 
     #[test]

@@ -165,7 +165,7 @@ pub fn steps_text(record: &JobRecord) -> Option<String> {
         count,
         &[&training.steps.to_string()],
     );
-    let seconds = format!("{step_s:.2}");
+    let seconds = format::decimal(step_s, 2);
     let processes = ni18n_f(
         "{} process",
         "{} processes",

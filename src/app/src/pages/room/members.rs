@@ -2,7 +2,6 @@
 //! How a machine of the room is described on the Room page.
 
 use partagpu_client::Peer;
-use partagpu_core::size::format_size;
 use partagpu_core::SharingState;
 
 use crate::format;
@@ -64,8 +63,8 @@ pub fn describe(peer: &Peer, now_ms: u64) -> MemberText {
     let free = i18n_f(
         "{} free of {}",
         &[
-            &format_size(peer.memory.available_bytes),
-            &format_size(peer.memory.total_bytes),
+            &format::size(peer.memory.available_bytes),
+            &format::size(peer.memory.total_bytes),
         ],
     );
     let jobs = ni18n_f(

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 //! Puts a [`SharingModel`] on the page's widgets.
 
-use partagpu_core::size::format_size;
 use relm4::adw::prelude::*;
 use relm4::{gtk, ComponentSender};
 
@@ -35,7 +34,7 @@ pub(super) fn refresh(model: &SharingModel, w: &SharingWidgets, sender: &Compone
         &[
             &cpu_model,
             &resources.cpu.cores.to_string(),
-            &format_size(resources.memory.total_bytes),
+            &format::size(resources.memory.total_bytes),
             &status.version,
         ],
     )));
@@ -72,8 +71,8 @@ pub(super) fn refresh(model: &SharingModel, w: &SharingWidgets, sender: &Compone
     ram_row.set_subtitle(&i18n_f(
         "{} of {}",
         &[
-            &format_size(limits.ram_bytes),
-            &format_size(resources.memory.total_bytes),
+            &format::size(limits.ram_bytes),
+            &format::size(resources.memory.total_bytes),
         ],
     ));
 
@@ -108,7 +107,7 @@ pub(super) fn refresh(model: &SharingModel, w: &SharingWidgets, sender: &Compone
             &percent(gauges.cpu.own + gauges.cpu.jobs),
             &percent(gauges.cpu.jobs),
             &percent(gauges.cpu.own),
-            &format!("{:.2}", resources.load.one),
+            &format::decimal(resources.load.one, 2),
             &limits.cpu_percent.to_string(),
         ],
     );
@@ -121,11 +120,11 @@ pub(super) fn refresh(model: &SharingModel, w: &SharingWidgets, sender: &Compone
     let ram_text = i18n_f(
         "{} used of {}: jobs {}, your programs {} · {} lent",
         &[
-            &format_size(used),
-            &format_size(total),
-            &format_size(jobs),
-            &format_size(used - jobs),
-            &format_size(limits.ram_bytes),
+            &format::size(used),
+            &format::size(total),
+            &format::size(jobs),
+            &format::size(used - jobs),
+            &format::size(limits.ram_bytes),
         ],
     );
     ram_bar.set(gauges.ram, &ram_text);
@@ -143,8 +142,8 @@ pub(super) fn refresh(model: &SharingModel, w: &SharingWidgets, sender: &Compone
                 "{} % busy · {} used of {}",
                 &[
                     &gpu.utilization_percent.to_string(),
-                    &format_size(gpu.memory_used_bytes),
-                    &format_size(gpu.memory_total_bytes),
+                    &format::size(gpu.memory_used_bytes),
+                    &format::size(gpu.memory_total_bytes),
                 ],
             ),
         );
@@ -175,7 +174,7 @@ pub(super) fn refresh(model: &SharingModel, w: &SharingWidgets, sender: &Compone
                 &if resources.ram_bytes == 0 {
                     i18n("all lent")
                 } else {
-                    format_size(resources.ram_bytes)
+                    format::size(resources.ram_bytes)
                 },
                 &resources.gpus.to_string(),
             ],
