@@ -239,7 +239,7 @@ start_daemon() {
     [[ -f $m/gpus.json ]] && extra=(--fake-gpus "$m/gpus.json")
     start_on_machine "$index" "$m/partagpud.pid" "$m/partagpud.log" "${envcmd[@]}" \
         "$LAB_BIN_DIR/partagpud" --state-dir "$m/state" --runtime-dir "$m/run" \
-        --config "$m/partagpu.toml" --peer-port "$PEER_PORT" "${extra[@]}"
+        --config "$m/partagpu.toml" --peer-port "$PEER_PORT" --machine-id-file "$m/machine-id" "${extra[@]}"
     wait_for_pidfile "$m/partagpud.pid" || die "machine $index: partagpud did not start; see $m/partagpud.log"
 }
 
@@ -312,6 +312,8 @@ setup_machine_files() {
     local index=$1 m conf
     m=$(machine_dir "$index")
     install -d -m 0755 "$m" "$m/state" "$m/run" "$m/bus"
+    # Each machine has its own machine-id(5), as each PC of a lab does (the host's is shared).
+    tr -d '-' </proc/sys/kernel/random/uuid >"$m/machine-id"
     # Machines share one kernel: each keeps its job cgroups in its own subtree.
     printf 'display_name = "lab-%s"\n\n[jobs]\ncgroup_root = "%s-m%s-jobs"\n' \
         "$index" "$CGROUP_NAME" "$index" >"$m/partagpu.toml"

@@ -43,6 +43,11 @@ pub struct Args {
     #[arg(long, value_name = "IFACE")]
     pub discovery_interface: Option<String>,
 
+    /// This machine's id (machine-id(5)): the state directory is tied to it, so that a disk
+    /// image copied onto many machines gives each its own identity.
+    #[arg(long, value_name = "FILE", default_value = crate::room::machine::MACHINE_ID_PATH)]
+    pub machine_id_file: PathBuf,
+
     /// Report the GPUs listed in this JSON file instead of asking NVML. For tests and the
     /// virtual lab on machines without GPUs; never in production.
     #[arg(long, value_name = "FILE")]

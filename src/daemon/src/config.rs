@@ -294,7 +294,6 @@ impl Config {
             Some(ram) => parse_size(ram).unwrap_or(defaults.ram_bytes),
             None => defaults.ram_bytes,
         };
-        let name = self.display_name.as_deref().unwrap_or(host_name);
         let policy = SharingPolicy {
             enabled: self.sharing.enabled.unwrap_or(true),
             paused: false,
@@ -303,10 +302,17 @@ impl Config {
                 ram_bytes,
                 gpu_percent: self.sharing.gpu_percent.unwrap_or(defaults.gpu_percent),
             },
-            display_name: validate_display_name(name).unwrap_or("partagpu").to_owned(),
+            display_name: self.display_name_for(host_name),
         };
         policy.validate(ram_total_bytes)?;
         Ok(policy)
+    }
+
+    /// The name this machine shows when nobody chose one: the config's, else the host name.
+    #[must_use]
+    pub fn display_name_for(&self, host_name: &str) -> String {
+        let name = self.display_name.as_deref().unwrap_or(host_name);
+        validate_display_name(name).unwrap_or("partagpu").to_owned()
     }
 }
 

@@ -72,6 +72,11 @@ pub enum Refused {
     /// It is this machine (an announcement of our own address).
     #[error("this is the same machine")]
     Itself,
+    /// A second live machine with one identity key: this machine's own from another boot
+    /// id, or a member's whose boot id was already replaced (`table.rs`). A disk copied with
+    /// its machine id (docs/security.md, `same-identity`).
+    #[error("another machine has this machine's identity")]
+    SameIdentity,
     /// The table is full of online members.
     #[error("too many members")]
     Full,
@@ -179,7 +184,13 @@ impl Fleet {
     ) -> Result<(LinkHandle, CloseRequest), Refused> {
         let node_id = node.node_id.to_hex();
         if node_id == self.own_node {
-            return Err(Refused::Itself);
+            // Our own announcement dialled comes back with our boot id; anything else with
+            // our key is a copy of this machine.
+            return Err(if peer_boot == self.boot {
+                Refused::Itself
+            } else {
+                Refused::SameIdentity
+            });
         }
         // The canonical link of a pair is the one the smaller node id dialled.
         let dialler = match side {

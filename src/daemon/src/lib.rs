@@ -37,6 +37,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use partagpu_core::ids::{BUS_NAME, OBJECT_PATH};
+use partagpu_core::journal::Severity;
+use partagpu_core::policy::SharingPolicy;
 use tokio::signal::unix::{signal, SignalKind};
 use zbus::fdo::{RequestNameFlags, RequestNameReply};
 
@@ -48,11 +50,12 @@ use crate::fleet::Fleet;
 use crate::jobs::manager::JobManager;
 use crate::journal::SecurityJournal;
 use crate::membership::Membership;
-use crate::peer::events::Reporter;
+use crate::peer::events::{kinds, Reporter};
 use crate::peer::{PeerContext, Timing};
 use crate::probe::{FakeGpus, GpuBackend, NvmlGpus, Prober, ProcError, ProcFs};
+use crate::room::machine::MachineTag;
 use crate::room::secrets::SecretsError;
-use crate::room::RoomState;
+use crate::room::{Opened, RoomState};
 use crate::service::{
     FleetIface, JobsIface, MachineIface, MachineState, RoomIface, SecurityIface, SharingIface,
 };
@@ -185,6 +188,38 @@ fn host_name(proc_fs: &ProcFs) -> String {
         .unwrap_or_default()
 }
 
+/// A state directory copied from another machine (`Opened::Copied`): says so in the
+/// journal, and gives this machine its own name again, since the one in the copied policy
+/// named the other machine (the rest of the policy is what the image meant to lend).
+fn took_over_copied_state(
+    reporter: &Reporter,
+    store: &SharingStore,
+    config: &Config,
+    host_name: &str,
+    previous_node: &str,
+) {
+    let name = config.display_name_for(host_name);
+    let renamed = store.change(|policy| {
+        Ok(SharingPolicy {
+            display_name: name.clone(),
+            ..policy.clone()
+        })
+    });
+    if let Err(error) = renamed {
+        tracing::warn!(%error, "cannot give this machine its own name in the copied sharing policy");
+    }
+    reporter.report_own(
+        Severity::Warning,
+        kinds::COPIED_STATE,
+        "",
+        format!(
+            "The state directory was made on another machine (node {previous_node}; its machine id differs, \
+             as on a copied disk image): this machine took a new identity key and its own name \
+             \"{name}\", forgot the other machine's pins and kept its room and sharing choices"
+        ),
+    );
+}
+
 /// Runs the service until SIGTERM or SIGINT.
 ///
 /// # Errors
@@ -205,6 +240,10 @@ pub async fn run(args: Args) -> Result<(), StartError> {
     };
     let mut prober = Prober::new(proc_fs.clone(), gpus);
     let resources = prober.probe()?;
+    let room = Arc::new(RoomState::open(
+        &args.state_dir,
+        MachineTag::read(&args.machine_id_file).as_ref(),
+    )?);
     let store = Arc::new(SharingStore::open(
         &args.state_dir,
         &config,
@@ -221,8 +260,10 @@ pub async fn run(args: Args) -> Result<(), StartError> {
         resources,
     ));
 
-    let room = Arc::new(RoomState::open(&args.state_dir)?);
     let reporter = Arc::new(Reporter::new(Arc::clone(&journal)));
+    if let Opened::Copied { previous_node } = room.opened() {
+        took_over_copied_state(&reporter, &store, &config, &host_name(&proc_fs), previous_node);
+    }
     if let Some(reason) = &config.room_refused {
         config_room::report_refusal(&reporter, reason);
     }

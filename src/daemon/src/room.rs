@@ -5,6 +5,7 @@
 //! Every change is saved before it is reported. Leaving or rotating bumps a generation
 //! counter that every open session watches, so old sessions close (PGR/1 §6.7).
 
+pub mod machine;
 pub mod secrets;
 
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use rand_core::OsRng;
 use tokio::sync::watch;
 use zeroize::Zeroizing;
 
+use self::machine::MachineTag;
 use self::secrets::{SecretsError, StoredPin, StoredRoom, StoredSecrets};
 use crate::store::StoreError;
 
@@ -104,6 +106,22 @@ pub enum PinOutcome {
     Changed,
 }
 
+/// How [`RoomState::open`] found the state directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Opened {
+    /// With the identity of an earlier start.
+    Kept,
+    /// Without secrets (or with a damaged file): a new identity and no room.
+    New,
+    /// With files made on another machine (a copied disk image, [`machine`]): a new identity,
+    /// since two machines must never share one; that machine's pins are forgotten (this one
+    /// has seen no one yet) and its room is kept (the admin imaged it on purpose).
+    Copied {
+        /// The node id of the machine the files came from (public).
+        previous_node: String,
+    },
+}
+
 struct Inner {
     room: Option<ActiveRoom>,
     pins: std::collections::BTreeMap<String, StoredPin>,
@@ -113,6 +131,9 @@ struct Inner {
 pub struct RoomState {
     state_dir: PathBuf,
     identity: Arc<NodeIdentity>,
+    /// The tag saved with the secrets: this machine's, or the stored one when it has none.
+    machine: Option<String>,
+    opened: Opened,
     inner: Mutex<Inner>,
     generation: watch::Sender<u64>,
 }
@@ -129,11 +150,13 @@ pub fn check_label(label: &str) -> Result<(), RoomError> {
 }
 
 impl RoomState {
-    /// Loads the secrets file, or makes a new identity when there is none.
+    /// Loads the secrets file, or makes a new identity when there is none or when the file
+    /// was made on another machine than `machine` (the tag of this machine's id, if it has
+    /// one): see [`Opened`].
     ///
     /// # Errors
     /// [`SecretsError`] when the file cannot be read or the new one cannot be saved.
-    pub fn open(state_dir: &Path) -> Result<Self, SecretsError> {
+    pub fn open(state_dir: &Path, machine: Option<&MachineTag>) -> Result<Self, SecretsError> {
         let stored = match secrets::load(state_dir) {
             Ok(stored) => stored,
             Err(error @ SecretsError::Corrupt { .. }) => {
@@ -142,21 +165,49 @@ impl RoomState {
             }
             Err(error) => return Err(error),
         };
-        let (identity, room, pins, fresh) = match stored.as_ref().and_then(decode) {
-            Some((identity, room, pins)) => (identity, room, pins, false),
-            None => (NodeIdentity::generate(&mut OsRng), None, Default::default(), true),
+        let stored_machine = stored.as_ref().and_then(|s| s.machine.clone());
+        let copied =
+            matches!((&stored_machine, machine), (Some(saved), Some(here)) if saved != here.as_str());
+        let (identity, room, pins, opened) = match stored.as_ref().and_then(decode) {
+            Some((previous, room, _)) if copied => {
+                let previous_node = previous.node_id().to_hex();
+                (
+                    NodeIdentity::generate(&mut OsRng),
+                    room,
+                    Default::default(),
+                    Opened::Copied { previous_node },
+                )
+            }
+            Some((identity, room, pins)) => (identity, room, pins, Opened::Kept),
+            None => (
+                NodeIdentity::generate(&mut OsRng),
+                None,
+                Default::default(),
+                Opened::New,
+            ),
         };
+        let machine = machine
+            .map(|tag| tag.as_str().to_owned())
+            .or(stored_machine.clone());
         let (generation, _) = watch::channel(0);
         let state = Self {
             state_dir: state_dir.to_owned(),
             identity: Arc::new(identity),
+            machine,
+            opened,
             inner: Mutex::new(Inner { room, pins }),
             generation,
         };
-        if fresh {
+        if state.opened != Opened::Kept || state.machine != stored_machine {
             state.save(&state.lock())?;
         }
         Ok(state)
+    }
+
+    /// How the state directory was found at start.
+    #[must_use]
+    pub fn opened(&self) -> &Opened {
+        &self.opened
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -173,6 +224,7 @@ impl RoomState {
                 code: Zeroizing::new(String::from_utf8_lossy(room.code.normalised_bytes()).into_owned()),
             }),
             pins: inner.pins.clone(),
+            machine: self.machine.clone(),
         };
         secrets::save(&self.state_dir, &stored)
     }

@@ -106,7 +106,7 @@ async fn served_interfaces_match_the_contract_file() {
     let machine = MachineState::new("0.0.0".into(), 7655, resources());
 
     let journal = Arc::new(Mutex::new(journal));
-    let room = Arc::new(RoomState::open(dir.path()).unwrap());
+    let room = Arc::new(RoomState::open(dir.path(), None).unwrap());
     let reporter = Arc::new(Reporter::new(Arc::clone(&journal)));
     let resources = resources();
     let state = node_state("0.0.0", &resources, &store.policy());

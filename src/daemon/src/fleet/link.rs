@@ -6,6 +6,7 @@
 //! end of life, or the table preferring another link.
 
 use partagpu_core::fleet::{parse_request, request_id, Response, StateError, StateRequest, STATE_OP};
+use partagpu_core::journal::Severity;
 use partagpu_core::protocol::{Record, RecordType, VerifiedNode};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -61,6 +62,9 @@ pub async fn run(
     {
         Ok(registered) => registered,
         Err(refused) => {
+            if refused == Refused::SameIdentity {
+                report_same_identity(context, &channel.peer, &node.node_id.to_hex());
+            }
             tracing::debug!(peer = %channel.peer, %refused, "link not kept");
             channel.writer.close(&refused.to_string()).await;
             return Some(refused);
@@ -71,6 +75,28 @@ pub async fn run(
     tracing::info!(node = %handle.node_id, reason, "member link ended");
     context.fleet.unregister(&handle);
     None
+}
+
+/// Journals a machine at `peer` whose key is also another live machine's: this machine's
+/// own, or a member's already linked from another run of the service (`table.rs`).
+/// Two machines with one identity cannot both be members (their links, jobs and pins would
+/// mix), so the refused one stays out until one of them gets its own machine id.
+fn report_same_identity(context: &PeerContext, peer: &std::net::SocketAddr, node_id: &str) {
+    let whose = if node_id == context.fleet.own_node() {
+        "this machine's identity key: its disk was copied from this one (or this one from it)"
+    } else {
+        "the identity key of a member already linked from another machine: one disk was copied onto the other"
+    };
+    context.reporter.report(
+        Severity::Critical,
+        kinds::SAME_IDENTITY,
+        &peer.ip().to_string(),
+        node_id,
+        format!(
+            "The machine at this address has {whose} with the same /etc/machine-id. Give one of \
+             them a new machine id and restart its service; it then takes a new identity"
+        ),
+    );
 }
 
 async fn send_state(writer: &mut Writer, id: u64, context: &PeerContext) -> Result<(), WireError> {

@@ -64,6 +64,11 @@ impl Attempt {
                 self.next_at = Some(now + Duration::from_secs(3600));
                 self.problem = Some("this machine's own address".into());
             }
+            // Until one of the two gets its own machine id and restarts; it then dials us.
+            Outcome::Ended(Some(Refused::SameIdentity)) => {
+                self.next_at = Some(now + MAX_BACKOFF);
+                self.problem = Some("another machine has the same identity key (a copied disk)".into());
+            }
             Outcome::Ended(_) => self.next_at = Some(now + REDIAL_AFTER),
             Outcome::Failed(problem) => {
                 self.failures = self.failures.saturating_add(1);

@@ -4,6 +4,12 @@
 //! Two machines that find each other at once dial each other at once. Both sides then keep
 //! the same link without talking about it: the newer one if the peer restarted (its boot id
 //! changed) or reconnected the same way, otherwise the one the smaller node id dialled.
+//!
+//! A boot id that was followed by another never comes back from a real machine (each run of
+//! the service draws a new one). When it does, two live machines hold one identity key (a
+//! disk copied with its machine id): keeping "the newer one" would swap their links back
+//! and forth many times a second, so the one whose boot id was already replaced is refused
+//! for as long as the other is linked.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -18,6 +24,8 @@ use crate::peer::now_ms;
 
 /// Members kept at most; offline ones make room first.
 pub const MAX_MEMBERS: usize = 256;
+/// Boot ids remembered per member once another followed them.
+const RETIRED_BOOTS: usize = 4;
 
 /// One verified member as this machine knows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +64,33 @@ impl Link {
 struct Entry {
     member: Member,
     link: Option<Link>,
+    /// The boot id of the last link, and the ones before it, newest last.
+    last_boot: Option<String>,
+    retired_boots: Vec<String>,
+}
+
+impl Entry {
+    /// Notes the boot of a new link; refuses one that another boot followed while that other
+    /// one is linked. Once the kept link ends, the refused machine is the only one there and
+    /// is taken back (the copy was switched off, or given its own identity).
+    fn check_boot(&mut self, boot: &str) -> Result<(), Refused> {
+        let linked_elsewhere = self.link.as_ref().is_some_and(|link| link.boot != boot);
+        if linked_elsewhere && self.retired_boots.iter().any(|b| b == boot) {
+            return Err(Refused::SameIdentity);
+        }
+        self.retired_boots.retain(|b| b != boot);
+        if let Some(last) = self
+            .last_boot
+            .replace(boot.to_owned())
+            .filter(|last| last != boot)
+        {
+            if self.retired_boots.len() == RETIRED_BOOTS {
+                self.retired_boots.remove(0);
+            }
+            self.retired_boots.push(last);
+        }
+        Ok(())
+    }
 }
 
 /// A link asking to be registered.
@@ -100,7 +135,10 @@ impl Table {
                 updated_ms: None,
             },
             link: None,
+            last_boot: None,
+            retired_boots: Vec::new(),
         });
+        entry.check_boot(&new.boot)?;
         if let Some(old) = &mut entry.link {
             let newer_wins = old.boot != new.boot || old.dialler == new.dialler;
             if !newer_wins && new.dialler != new.canonical {

@@ -109,13 +109,54 @@ fn a_restarted_peer_replaces_its_dead_link() {
 }
 
 #[test]
-fn itself_is_refused_and_clear_closes_every_link() {
-    let (fleet, own, _, peer) = pair();
+fn a_boot_id_that_comes_back_after_another_is_a_second_machine_with_one_key() {
+    let (fleet, _, _, peer) = pair();
+    let (_, mut first) = fleet
+        .register(&peer, Side::Server, addr(2), "boot-a", Some(7655))
+        .unwrap();
+    // Another run with that key, from elsewhere: taken as a restart, at first.
+    let (kept, mut second) = fleet
+        .register(&peer, Side::Server, addr(3), "boot-b", Some(7655))
+        .unwrap();
+    assert_eq!(first.try_recv(), Ok("replaced by a newer session"));
+    // The first one was alive all along: refused, and the link kept does not swap back.
     assert_eq!(
         fleet
-            .register(&own, Side::Client, addr(1), "x", None)
+            .register(&peer, Side::Client, addr(2), "boot-a", None)
+            .unwrap_err(),
+        Refused::SameIdentity
+    );
+    assert!(second.try_recv().is_err(), "the kept link stays open");
+    // The kept one goes away (switched off, or given its own identity): the other is the
+    // only one left and is taken back.
+    fleet.unregister(&kept);
+    let (back, _) = fleet
+        .register(&peer, Side::Client, addr(2), "boot-a", None)
+        .unwrap();
+    // A real restart still replaces the link: its boot id is new.
+    fleet.unregister(&back);
+    fleet
+        .register(&peer, Side::Server, addr(2), "boot-c", Some(7655))
+        .unwrap();
+    assert!(fleet.members()[0].online);
+}
+
+#[test]
+fn itself_is_refused_and_clear_closes_every_link() {
+    let (fleet, own, _, peer) = pair();
+    let boot = fleet.boot().to_owned();
+    assert_eq!(
+        fleet
+            .register(&own, Side::Client, addr(1), &boot, None)
             .unwrap_err(),
         Refused::Itself
+    );
+    // Our key from another run of the service: another machine, a copy of this one.
+    assert_eq!(
+        fleet
+            .register(&own, Side::Server, addr(3), "x", Some(7655))
+            .unwrap_err(),
+        Refused::SameIdentity
     );
     let (_, mut close) = fleet.register(&peer, Side::Client, addr(2), "b", None).unwrap();
     let mut revisions = fleet.subscribe();

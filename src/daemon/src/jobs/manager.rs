@@ -320,8 +320,15 @@ impl JobManager {
         }
         let mut open = Vec::new();
         for record in shared.submitted.load_all() {
+            // Submitted or coordinated by another machine: this state directory was copied
+            // from it (a disk image). Only that machine can follow the job.
+            let ours = record.submitter == shared.node_id || record.node == shared.node_id;
             let entry = Arc::new(JobEntry::new(record));
-            if !entry.record().state.is_terminal() {
+            if !ours {
+                shared.commit(&entry, |r| {
+                    end(r, JobState::Lost, Some("the record was copied from the machine that followed this job (a disk image); only that machine can follow it".into()), None);
+                });
+            } else if !entry.record().state.is_terminal() {
                 open.push(Arc::clone(&entry));
             }
             shared.insert(entry);

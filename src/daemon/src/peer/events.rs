@@ -41,6 +41,12 @@ pub mod kinds {
     pub const DEADLINE: &str = "deadline";
     /// Connection caps reached (§9).
     pub const CONNECTION_FLOOD: &str = "connection-flood";
+    /// The state directory was made on another machine (a copied disk image): this machine
+    /// took a new identity.
+    pub const COPIED_STATE: &str = "copied-state";
+    /// Another machine shows this machine's identity key (its disk was copied with its
+    /// machine id): refused.
+    pub const SAME_IDENTITY: &str = "same-identity";
 }
 
 type Key = (&'static str, String);

@@ -28,6 +28,10 @@ pub struct StoredSecrets {
     /// Pinned machines by node id (32 hex digits).
     #[serde(default)]
     pub pins: BTreeMap<String, StoredPin>,
+    /// The tag of the machine id this file was made on ([`super::machine`]); absent in files
+    /// of older versions and on machines without a machine id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 /// The room part of the secrets file.

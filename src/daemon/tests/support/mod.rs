@@ -76,7 +76,7 @@ impl Machine {
 
     pub fn with_limits(slots: SlotLimits) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let room = Arc::new(RoomState::open(dir.path()).unwrap());
+        let room = Arc::new(RoomState::open(dir.path(), None).unwrap());
         let journal = Arc::new(Mutex::new(SecurityJournal::open(dir.path(), 1000).unwrap()));
         let reporter = Arc::new(Reporter::new(Arc::clone(&journal)));
         let fleet = Arc::new(Fleet::new(room.info().node_id, 0, node_state("pc")));
