@@ -98,6 +98,8 @@ def test_a_state_directory_copied_with_the_disk_takes_its_own_identity(clean_lab
     [third] = wait_until("machine 2 to refuse one of the two", lambda: kinds(2, "same-identity"), 60, 1)[0][:1]
     assert third["severity"] == "critical" and third["source"] in ("10.98.0.1", "10.98.0.3"), third
     assert "a member already linked from another machine" in third["message"]
+    # Neither takes its own key for a new machine.
+    assert not [e for m in (1, 3) for e in kinds(m, "new-machine") if e["node_id"] == first]
     assert verified_online(2) == ["lab-1"]
     assert verified_online(1) in ([], ["lab-2"])
     log = LAB_DIR / "m2" / "partagpud.log"
