@@ -244,11 +244,12 @@ pub async fn run(args: Args) -> Result<(), StartError> {
         &args.state_dir,
         MachineTag::read(&args.machine_id_file).as_ref(),
     )?);
+    let host = host_name(&proc_fs);
     let store = Arc::new(SharingStore::open(
         &args.state_dir,
         &config,
         resources.memory.total_bytes,
-        &host_name(&proc_fs),
+        &host,
     )?);
     let journal = Arc::new(Mutex::new(SecurityJournal::open(
         &args.state_dir,
@@ -262,7 +263,7 @@ pub async fn run(args: Args) -> Result<(), StartError> {
 
     let reporter = Arc::new(Reporter::new(Arc::clone(&journal)));
     if let Opened::Copied { previous_node } = room.opened() {
-        took_over_copied_state(&reporter, &store, &config, &host_name(&proc_fs), previous_node);
+        took_over_copied_state(&reporter, &store, &config, &host, previous_node);
     }
     if let Some(reason) = &config.room_refused {
         config_room::report_refusal(&reporter, reason);
